@@ -1,0 +1,36 @@
+# s3once: make test | make run | make bench | make fuzz | make soak
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/.bin
+VERSITYGW_VERSION := v1.8.0
+TOXIPROXY_VERSION := v2.12.0
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+VERSITYGW := $(BIN)/versitygw
+TOXIPROXY := $(BIN)/toxiproxy-server
+BENCHSTAT := $(BIN)/benchstat
+export S3ONCE_BIN := $(BIN)
+
+.PHONY: test tools vet run bench bench-quick fuzz soak clean
+
+tools: $(VERSITYGW) $(TOXIPROXY)
+
+$(VERSITYGW):
+	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(TOXIPROXY):
+	GOBIN=$(BIN) $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	mv $(BIN)/server $(TOXIPROXY)
+
+$(BENCHSTAT):
+	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+vet:
+	$(GO) mod download
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
+	$(GO) vet ./...
+
+test: tools vet
+	$(GO) test -race -timeout 30m ./...
+
+clean:
+	rm -rf $(BIN) .s3data bench-out

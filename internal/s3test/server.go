@@ -1,0 +1,368 @@
+// Package s3test runs a real S3 server (versitygw) for tests: on 127.0.0.1, on a
+// free port, with a temporary root and fixed keys. Each test gets its own bucket.
+// The server can be SIGKILLed and restarted (after repairing the multipart
+// uploads versitygw v1.8.0 strands when it dies inside CompleteMultipartUpload),
+// and it is always stopped by its own PID when the test that started it ends.
+//
+// The versitygw binary is found in $S3ONCE_BIN (set by the Makefile) or in the
+// repository's .bin folder; `make test` installs it there.
+package s3test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Fixed credentials of every test server.
+const (
+	AccessKey = "s3once-test-access"
+	SecretKey = "s3once-test-secret-key"
+	Region    = "us-east-1"
+)
+
+// Options tune a server.
+type Options struct {
+	// MaxParts lowers the server's multipart part ceiling (versitygw
+	// --mp-max-parts); 0 keeps S3's 10,000.
+	MaxParts int
+	// Root is the data folder; empty means a fresh temporary folder.
+	Root string
+}
+
+// Server is one versitygw process. Its methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	root string
+	addr string // host:port, fixed across restarts
+	logs string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// Binary returns the path of the versitygw executable, or an error telling how to
+// install it.
+func Binary() (string, error) {
+	return tool("versitygw")
+}
+
+// tool finds an executable the Makefile installs into the repository's .bin.
+func tool(name string) (string, error) {
+	var dirs []string
+	if d := os.Getenv("S3ONCE_BIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if root, err := repoRoot(); err == nil {
+		dirs = append(dirs, filepath.Join(root, ".bin"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("s3test: %s not found in %v: run `make tools` (or `make test`) first", name, dirs)
+}
+
+// Tool returns the path of another executable the Makefile installs
+// (toxiproxy-server, benchstat).
+func Tool(name string) (string, error) { return tool(name) }
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("s3test: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Start starts a server for the test and stops it (by PID) when the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := Launch(opts)
+	if err != nil {
+		t.Fatalf("start S3 server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a server outside a test (TestMain, `make run`). The caller must
+// call Stop.
+func Launch(opts Options) (*Server, error) {
+	root := opts.Root
+	if root == "" {
+		d, err := os.MkdirTemp("", "s3once-s3-*")
+		if err != nil {
+			return nil, fmt.Errorf("s3test: temp root: %w", err)
+		}
+		root = d
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("s3test: root: %w", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts,
+		root: root,
+		addr: fmt.Sprintf("127.0.0.1:%d", port),
+		logs: filepath.Join(os.TempDir(), fmt.Sprintf("s3once-versitygw-%d.log", port)),
+	}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("s3test: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start() error {
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--access", AccessKey, "--secret", SecretKey, "--region", Region,
+		"--port", s.addr, "--quiet",
+	}
+	if s.opts.MaxParts > 0 {
+		args = append(args, "--mp-max-parts", fmt.Sprint(s.opts.MaxParts))
+	}
+	args = append(args, "posix", s.root)
+	logf, err := os.OpenFile(s.logs, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("s3test: log file: %w", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Its own process group, so a SIGKILL of the test binary's group does not
+	// decide for us; we always stop it by PID.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("s3test: start versitygw: %w", err)
+	}
+	logf.Close()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			b, _ := os.ReadFile(s.logs)
+			return fmt.Errorf("s3test: versitygw exited at start: %s", tail(b))
+		default:
+		}
+		resp, err := http.Get("http://" + s.addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.kill()
+	return fmt.Errorf("s3test: versitygw did not listen on %s within 15s", s.addr)
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// Endpoint is the server's base URL.
+func (s *Server) Endpoint() string { return "http://" + s.addr }
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// Root is the server's data folder: bucket/key maps to Root/bucket/key.
+func (s *Server) Root() string { return s.root }
+
+// PID of the running server process, or 0.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Kill SIGKILLs the server and waits until it is gone.
+func (s *Server) Kill() {
+	s.kill()
+}
+
+func (s *Server) kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	// Wait for the port to be released (the Wait goroutine reaps the child).
+	for i := 0; i < 2000; i++ {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Restart repairs what a SIGKILL may have stranded and starts the server again
+// on the same address and root.
+func (s *Server) Restart() error {
+	s.kill()
+	if err := RepairInProgress(s.root); err != nil {
+		return err
+	}
+	return s.start()
+}
+
+// Stop kills the server. The temporary root stays for post-mortem reading only
+// when the caller chose the root; otherwise it is removed.
+func (s *Server) Stop() {
+	s.kill()
+	if s.opts.Root == "" {
+		_ = os.RemoveAll(s.root)
+	}
+	_ = os.Remove(s.logs)
+}
+
+// RepairInProgress undoes versitygw v1.8.0's stranded CompleteMultipartUpload:
+// a SIGKILL during Complete leaves <bucket>/.sgwtmp/multipart/*/*.inprogress
+// folders and the upload vanishes from listings; renaming each back to the part
+// of its name before the first dot restores the upload.
+func RepairInProgress(root string) error {
+	matches, err := filepath.Glob(filepath.Join(root, "*", ".sgwtmp", "multipart", "*", "*.inprogress*"))
+	if err != nil {
+		return fmt.Errorf("s3test: repair glob: %w", err)
+	}
+	for _, m := range matches {
+		base := filepath.Base(m)
+		orig := filepath.Join(filepath.Dir(m), strings.SplitN(base, ".", 2)[0])
+		if _, err := os.Stat(orig); err == nil {
+			// Both exist: keep the original, drop the stranded copy.
+			if err := os.RemoveAll(m); err != nil {
+				return fmt.Errorf("s3test: repair %s: %w", m, err)
+			}
+			continue
+		}
+		if err := os.Rename(m, orig); err != nil {
+			return fmt.Errorf("s3test: repair %s: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// ClientOptions tune Client.
+type ClientOptions struct {
+	// MaxAttempts is the SDK retryer's attempt count; 0 means 1 (no SDK
+	// retries), so injected faults reach the code under test.
+	MaxAttempts int
+	// HTTPClient replaces the default transport (e.g. to point at a proxy).
+	HTTPClient *http.Client
+	// Endpoint overrides the server's endpoint (e.g. a toxiproxy listener).
+	Endpoint string
+}
+
+// Client returns an S3 client for the server with path-style addressing.
+func (s *Server) Client(o ClientOptions) *s3.Client {
+	ep := o.Endpoint
+	if ep == "" {
+		ep = s.Endpoint()
+	}
+	return NewClient(ep, o)
+}
+
+// NewClient returns an S3 client for any endpoint with the test credentials.
+func NewClient(endpoint string, o ClientOptions) *s3.Client {
+	attempts := o.MaxAttempts
+	if attempts <= 0 {
+		attempts = 1
+	}
+	return s3.New(s3.Options{
+		Region:           Region,
+		BaseEndpoint:     aws.String(endpoint),
+		UsePathStyle:     true,
+		Credentials:      credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		RetryMaxAttempts: attempts,
+		HTTPClient:       httpClient(o.HTTPClient),
+	})
+}
+
+func httpClient(c *http.Client) s3.HTTPClient {
+	if c != nil {
+		return c
+	}
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     30 * time.Second,
+	}}
+}
+
+// Bucket creates a new uniquely named bucket for the test.
+func (s *Server) Bucket(t testing.TB) string {
+	t.Helper()
+	name, err := s.NewBucket(context.Background())
+	if err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	return name
+}
+
+// NewBucket creates a new uniquely named bucket.
+func (s *Server) NewBucket(ctx context.Context) (string, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "t-" + hex.EncodeToString(b[:])
+	_, err := s.Client(ClientOptions{MaxAttempts: 3}).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("s3test: create bucket %s: %w", name, err)
+	}
+	return name, nil
+}

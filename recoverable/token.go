@@ -1,0 +1,172 @@
+package recoverable
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strings"
+)
+
+// PartList summarises the parts 1..Count of a multipart upload in constant space.
+//
+// Instead of every part's ETag (which makes a token grow with the file), a token
+// keeps the part count, the bytes they hold, a digest chained over every part's
+// (number, size, ETag, CRC64NVME) and the CRC64NVME of their concatenated bytes.
+// Recover and commit list the upload's parts (ListParts) and recompute the digest
+// over parts 1..Count; any difference (a part missing, resized, or overwritten with
+// other bytes by a zombie writer) is detected before a byte is trusted.
+type PartList struct {
+	// Count is the number of parts, numbered 1..Count.
+	Count int
+	// Bytes is the total size of the parts.
+	Bytes int64
+	// Digest is the chained SHA-256 over the parts, see Chain.
+	Digest [32]byte
+	// CRC is the CRC64NVME of the parts' bytes, in order.
+	CRC uint64
+}
+
+// Part is one uploaded part as the server reports it.
+type Part struct {
+	Number int32
+	Size   int64
+	// ETag as returned by the server; surrounding quotes are ignored.
+	ETag string
+	// CRC is the part's CRC64NVME.
+	CRC uint64
+}
+
+// Append folds the next part into the list. Parts must be appended in order.
+func (l PartList) Append(p Part) PartList {
+	h := sha256.New()
+	h.Write(l.Digest[:])
+	var b [8 + 8 + 8]byte
+	binary.BigEndian.PutUint64(b[0:], uint64(p.Number))
+	binary.BigEndian.PutUint64(b[8:], uint64(p.Size))
+	binary.BigEndian.PutUint64(b[16:], p.CRC)
+	h.Write(b[:])
+	h.Write([]byte(strings.Trim(p.ETag, `"`)))
+	var next PartList
+	h.Sum(next.Digest[:0])
+	next.Count = l.Count + 1
+	next.Bytes = l.Bytes + p.Size
+	next.CRC = CRC64Combine(l.CRC, p.CRC, p.Size)
+	return next
+}
+
+// Chain builds the PartList of parts, in order.
+func Chain(parts []Part) PartList {
+	var l PartList
+	for _, p := range parts {
+		l = l.Append(p)
+	}
+	return l
+}
+
+// Tail is the bytes written past the last part boundary at a persist.
+type Tail struct {
+	// Len is the tail's length in bytes.
+	Len int64
+	// CRC is the tail's CRC64NVME.
+	CRC uint64
+	// Object is the side object's key in the file's bucket, when the tail is
+	// stored as a side object; empty when it is inline or empty.
+	Object string
+	// Inline holds the tail itself when it rides in the token.
+	Inline []byte
+}
+
+// ResumeRecoverable is the resume token of a stream: everything needed to carry
+// on writing the file after a crash. It describes exactly the upload's parts
+// 1..Parts.Count followed by the tail (invariant I1). Its size does not grow with
+// the number of parts.
+type ResumeRecoverable struct {
+	Bucket   string
+	Key      string
+	UploadID string
+	// PartSize is the size of every part before the last; a recovered stream
+	// keeps it, whatever the recovering Writer's options say.
+	PartSize int64
+	// StagingPrefix is the prefix under which the upload's side objects live.
+	StagingPrefix string
+	// Seq is the persist sequence number that made this token (1 for the first).
+	Seq   uint64
+	Parts PartList
+	Tail  Tail
+}
+
+// Size is the number of bytes the token describes (parts plus tail).
+func (r ResumeRecoverable) Size() int64 { return r.Parts.Bytes + r.Tail.Len }
+
+// CRC is the CRC64NVME of all the bytes the token describes.
+func (r ResumeRecoverable) CRC() uint64 {
+	return CRC64Combine(r.Parts.CRC, r.Tail.CRC, r.Tail.Len)
+}
+
+// CommitRecoverable is the commit token of a closed stream: the upload, its parts
+// (in constant space) and the full object's identity (size and CRC64NVME), which
+// the committer checks against what it completes and what it finds at the key.
+type CommitRecoverable struct {
+	Bucket        string
+	Key           string
+	UploadID      string
+	StagingPrefix string
+	Parts         PartList
+}
+
+// Size is the object's size in bytes.
+func (c CommitRecoverable) Size() int64 { return c.Parts.Bytes }
+
+// CRC is the object's full-object CRC64NVME.
+func (c CommitRecoverable) CRC() uint64 { return c.Parts.CRC }
+
+// SideObjectPrefix is the prefix of every side object of an upload: a commit or a
+// sweep deletes them all by listing it.
+func SideObjectPrefix(stagingPrefix, uploadID string) string {
+	return joinKey(stagingPrefix, escapeUploadID(uploadID)) + "/"
+}
+
+// SideObjectKey is the key of the side object written by persist number seq.
+func SideObjectKey(stagingPrefix, uploadID string, seq uint64) string {
+	var b [20]byte
+	s := string(appendPadded(b[:0], seq))
+	return SideObjectPrefix(stagingPrefix, uploadID) + s
+}
+
+// appendPadded formats seq as 20 decimal digits, so keys list in persist order.
+func appendPadded(b []byte, seq uint64) []byte {
+	var d [20]byte
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	return append(b, d[:]...)
+}
+
+func joinKey(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	if strings.HasSuffix(prefix, "/") {
+		return prefix + name
+	}
+	return prefix + "/" + name
+}
+
+// escapeUploadID keeps an upload ID usable as one key segment: every byte outside
+// [A-Za-z0-9._-] is written as %XX.
+func escapeUploadID(id string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
