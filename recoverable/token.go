@@ -10,7 +10,7 @@ import (
 //
 // Instead of every part's ETag (which makes a token grow with the file), a token
 // keeps the part count, the bytes they hold, a digest chained over every part's
-// (number, size, ETag, CRC64NVME) and the CRC64NVME of their concatenated bytes.
+// (number, size, ETag) and the CRC64NVME of their concatenated bytes.
 // Recover and commit list the upload's parts (ListParts) and recompute the digest
 // over parts 1..Count; any difference (a part missing, resized, or overwritten with
 // other bytes by a zombie writer) is detected before a byte is trusted.
@@ -36,13 +36,14 @@ type Part struct {
 }
 
 // Append folds the next part into the list. Parts must be appended in order.
+// The digest covers each part's number, size and ETag; the CRC is folded
+// separately, so a server that lists no part checksums can still be checked.
 func (l PartList) Append(p Part) PartList {
 	h := sha256.New()
 	h.Write(l.Digest[:])
-	var b [8 + 8 + 8]byte
+	var b [8 + 8]byte
 	binary.BigEndian.PutUint64(b[0:], uint64(p.Number))
 	binary.BigEndian.PutUint64(b[8:], uint64(p.Size))
-	binary.BigEndian.PutUint64(b[16:], p.CRC)
 	h.Write(b[:])
 	h.Write([]byte(strings.Trim(p.ETag, `"`)))
 	var next PartList
@@ -125,11 +126,15 @@ func SideObjectPrefix(stagingPrefix, uploadID string) string {
 	return joinKey(stagingPrefix, escapeUploadID(uploadID)) + "/"
 }
 
-// SideObjectKey is the key of the side object written by persist number seq.
-func SideObjectKey(stagingPrefix, uploadID string, seq uint64) string {
-	var b [20]byte
-	s := string(appendPadded(b[:0], seq))
-	return SideObjectPrefix(stagingPrefix, uploadID) + s
+// SideObjectKey is the key of the side object written by persist number seq of
+// the stream incarnation nonce. The nonce keeps two attempts that persist the same
+// sequence number (a zombie and its successor) from overwriting each other's tail.
+func SideObjectKey(stagingPrefix, uploadID string, seq uint64, nonce string) string {
+	b := make([]byte, 0, 20+1+len(nonce))
+	b = appendPadded(b, seq)
+	b = append(b, '-')
+	b = append(b, nonce...)
+	return SideObjectPrefix(stagingPrefix, uploadID) + string(b)
 }
 
 // appendPadded formats seq as 20 decimal digits, so keys list in persist order.

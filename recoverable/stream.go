@@ -1,0 +1,364 @@
+package recoverable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// Stream writes one file as a multipart upload. Full parts are uploaded in the
+// background while Write goes on; Persist makes everything written so far
+// durable and returns a token to resume from; CloseForCommit ends the file and
+// returns a token to commit. A Stream is used by one goroutine at a time.
+//
+// Memory: a stream holds at most PartSize x (Concurrency + 1) bytes of buffers,
+// whatever the file's size. When the server is slower than the writer, Write
+// blocks until a part upload finishes.
+type Stream struct {
+	client  S3
+	opts    Options
+	bucket  string
+	key     string
+	upload  string
+	staging string
+	size    int64 // part size
+	nonce   string
+
+	ctx    context.Context // runs part uploads; cancelled by Dispose
+	cancel context.CancelFunc
+	sem    chan struct{} // one token per upload in flight
+	free   chan []byte   // buffers back from finished uploads
+	nbufs  int           // buffers allocated so far
+
+	buf       []byte // the part being filled
+	pos       int64
+	nextPart  int32
+	seq       uint64
+	persisted bool // a token may reference the upload: never abort it
+	closed    bool
+
+	mu      sync.Mutex
+	parts   PartList       // parts 1..parts.Count, all uploaded
+	pending map[int32]Part // uploaded parts waiting for a gap below them
+	err     error          // first upload failure; the stream is broken
+}
+
+func (w *Writer) newStream(ctx context.Context, bucket, key, upload string, partSize int64, staging string) *Stream {
+	sctx, cancel := context.WithCancel(ctx)
+	return &Stream{
+		client:   w.client,
+		opts:     w.opts,
+		bucket:   bucket,
+		key:      key,
+		upload:   upload,
+		staging:  staging,
+		size:     partSize,
+		nonce:    newNonce(),
+		ctx:      sctx,
+		cancel:   cancel,
+		sem:      make(chan struct{}, w.opts.Concurrency),
+		free:     make(chan []byte, w.opts.Concurrency+1),
+		nextPart: 1,
+		pending:  make(map[int32]Part),
+	}
+}
+
+// Bucket, Key and UploadID name the file and its upload.
+func (s *Stream) Bucket() string   { return s.bucket }
+func (s *Stream) Key() string      { return s.key }
+func (s *Stream) UploadID() string { return s.upload }
+
+// Position is the number of bytes the file holds so far.
+func (s *Stream) Position() int64 { return s.pos }
+
+// PartSize is the size of every part but the last.
+func (s *Stream) PartSize() int64 { return s.size }
+
+func (s *Stream) fail(op string, err error, hint string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Op: op, Bucket: s.bucket, Key: s.key, UploadID: s.upload, Hint: hint, Err: err}
+}
+
+func (s *Stream) broken() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Write appends p to the file. It returns an error if a background part upload
+// failed (the stream is then broken: recover from the last token), if the stream
+// is closed, or, wrapping ErrPartLimit, when p does not fit in the parts the
+// writer allows; n bytes were taken in every case.
+func (s *Stream) Write(p []byte) (n int, err error) {
+	if s.closed {
+		return 0, s.fail("write", ErrClosed, "")
+	}
+	if err := s.broken(); err != nil {
+		return 0, err
+	}
+	for len(p) > 0 {
+		if s.buf == nil {
+			if s.buf, err = s.getBuffer(); err != nil {
+				return n, err
+			}
+		}
+		if int64(len(s.buf)) == s.size {
+			// A full buffer waits here only at the part limit: it is the last part.
+			return n, s.fail("write", fmt.Errorf("%w: part %d of %d is full", ErrPartLimit, s.nextPart, s.opts.MaxParts), hintPartLimit)
+		}
+		c := copy(s.buf[len(s.buf):s.size], p)
+		s.buf = s.buf[:len(s.buf)+c]
+		p = p[c:]
+		n += c
+		s.pos += int64(c)
+		if int64(len(s.buf)) == s.size && int(s.nextPart) < s.opts.MaxParts {
+			if err := s.flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// getBuffer returns an empty part buffer, blocking while Concurrency+1 buffers
+// are in use.
+func (s *Stream) getBuffer() ([]byte, error) {
+	select {
+	case b := <-s.free:
+		return b[:0], nil
+	default:
+	}
+	if s.nbufs < cap(s.free) {
+		s.nbufs++
+		return make([]byte, 0, s.size), nil
+	}
+	select {
+	case b := <-s.free:
+		return b[:0], nil
+	case <-s.ctx.Done():
+		if err := s.broken(); err != nil {
+			return nil, err
+		}
+		return nil, s.fail("write", context.Cause(s.ctx), "")
+	}
+}
+
+func (s *Stream) takeBuffer() []byte {
+	b, _ := s.getBuffer() // never blocks: called on a fresh stream
+	return b
+}
+
+// flush hands the full buffer to a background upload as the next part.
+func (s *Stream) flush() error {
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.ctx.Done():
+		if err := s.broken(); err != nil {
+			return err
+		}
+		return s.fail("write", context.Cause(s.ctx), "")
+	}
+	buf, num := s.buf, s.nextPart
+	s.buf = nil
+	s.nextPart++
+	go func() {
+		defer func() { <-s.sem }()
+		part, err := s.uploadPart(s.ctx, num, buf)
+		s.free <- buf
+		s.record(part, err)
+	}()
+	return nil
+}
+
+// uploadPart uploads buf as part num and reports the part as the server saw it.
+func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, error) {
+	crc := CRC64(buf)
+	in := &s3.UploadPartInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(s.key), UploadId: aws.String(s.upload),
+		PartNumber: aws.Int32(num), Body: bodyOf(buf), ContentLength: aws.Int64(int64(len(buf))),
+	}
+	if !s.opts.DisableChecksums {
+		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
+		in.ChecksumCRC64NVME = aws.String(EncodeCRC(crc))
+	}
+	out, err := s.client.UploadPart(ctx, in)
+	if err != nil {
+		if IsNoSuchUpload(err) {
+			return Part{}, s.fail("upload part", fmt.Errorf("part %d: %w: %w", num, ErrNoSuchUpload, err), hintUploadGone)
+		}
+		return Part{}, s.fail("upload part", fmt.Errorf("part %d: %w", num, err), "")
+	}
+	if c, ok := decodeCRC(aws.ToString(out.ChecksumCRC64NVME)); ok && c != crc {
+		return Part{}, s.fail("upload part", fmt.Errorf("part %d: server stored CRC64NVME %016x, sent %016x", num, c, crc), "")
+	}
+	return Part{Number: num, Size: int64(len(buf)), ETag: aws.ToString(out.ETag), CRC: crc}, nil
+}
+
+// record folds a finished upload into the part list, in part order.
+func (s *Stream) record(p Part, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.err == nil {
+			s.err = err
+			s.cancel() // stop the other uploads; the stream is broken
+		}
+		return
+	}
+	s.pending[p.Number] = p
+	for {
+		next, ok := s.pending[int32(s.parts.Count)+1]
+		if !ok {
+			return
+		}
+		delete(s.pending, next.Number)
+		s.parts = s.parts.Append(next)
+	}
+}
+
+// drain waits until no upload is in flight.
+func (s *Stream) drain(ctx context.Context) error {
+	for i := 0; i < cap(s.sem); i++ {
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			for ; i > 0; i-- {
+				<-s.sem
+			}
+			return s.fail("wait for parts", ctx.Err(), "")
+		}
+	}
+	for i := 0; i < cap(s.sem); i++ {
+		<-s.sem
+	}
+	return s.broken()
+}
+
+// Persist makes every byte written so far durable and returns a token that
+// Recover turns back into a stream at this position. Full parts are waited for;
+// the tail (bytes past the last part) goes into the token when it is at most
+// InlineTailMax bytes, else into a new side object. The stream stays open.
+//
+// A token that Persist returned stays valid until the upload is committed,
+// aborted, or swept, or its side object is deleted with Cleanup.
+func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
+	if s.closed {
+		return ResumeRecoverable{}, s.fail("persist", ErrClosed, "")
+	}
+	if err := s.drain(ctx); err != nil {
+		return ResumeRecoverable{}, err
+	}
+	seq := s.seq + 1
+	tail := Tail{Len: int64(len(s.buf)), CRC: CRC64(s.buf)}
+	switch {
+	case len(s.buf) == 0:
+	case len(s.buf) <= s.opts.InlineTailMax:
+		tail.Inline = append([]byte(nil), s.buf...)
+	default:
+		tail.Object = SideObjectKey(s.staging, s.upload, seq, s.nonce)
+		in := &s3.PutObjectInput{
+			Bucket: aws.String(s.bucket), Key: aws.String(tail.Object),
+			Body: bodyOf(s.buf), ContentLength: aws.Int64(tail.Len),
+		}
+		if !s.opts.DisableChecksums {
+			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
+			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
+		}
+		if _, err := s.client.PutObject(ctx, in); err != nil {
+			return ResumeRecoverable{}, s.fail("persist", fmt.Errorf("put side object %s: %w", tail.Object, err), "")
+		}
+	}
+	s.seq = seq
+	s.persisted = true
+	s.mu.Lock()
+	parts := s.parts
+	s.mu.Unlock()
+	return ResumeRecoverable{
+		Bucket: s.bucket, Key: s.key, UploadID: s.upload,
+		PartSize: s.size, StagingPrefix: s.staging, Seq: seq,
+		Parts: parts, Tail: tail,
+	}, nil
+}
+
+// CloseForCommit uploads what is left as the last part, waits for every part and
+// returns the token that commits the file. The stream is closed afterwards. An
+// empty file (no byte ever written) becomes a zero-byte object.
+func (s *Stream) CloseForCommit(ctx context.Context) (CommitRecoverable, error) {
+	if s.closed {
+		return CommitRecoverable{}, s.fail("close for commit", ErrClosed, "")
+	}
+	if err := s.drain(ctx); err != nil {
+		return CommitRecoverable{}, err
+	}
+	if len(s.buf) > 0 || s.nextPart == 1 {
+		part, err := s.uploadPart(ctx, s.nextPart, s.buf)
+		if err != nil {
+			return CommitRecoverable{}, err
+		}
+		s.nextPart++
+		s.record(part, nil)
+	}
+	s.mu.Lock()
+	parts := s.parts
+	s.mu.Unlock()
+	if parts.Count != int(s.nextPart)-1 {
+		return CommitRecoverable{}, s.fail("close for commit", fmt.Errorf("internal: %d parts folded of %d uploaded", parts.Count, s.nextPart-1), "")
+	}
+	s.closed = true
+	s.persisted = true
+	s.release()
+	return CommitRecoverable{
+		Bucket: s.bucket, Key: s.key, UploadID: s.upload,
+		StagingPrefix: s.staging, Parts: parts,
+	}, nil
+}
+
+// Dispose stops the stream and frees its buffers. It never destroys what a token
+// may reference: the upload is aborted only if the stream was never persisted
+// nor closed for commit (no token can name it). Parts still uploading are
+// cancelled. Dispose is safe to call more than once and after CloseForCommit.
+func (s *Stream) Dispose(ctx context.Context) error {
+	wasClosed := s.closed
+	s.closed = true
+	s.cancel()
+	// Wait for cancelled uploads to return their buffers and slots.
+	for i := 0; i < cap(s.sem); i++ {
+		s.sem <- struct{}{}
+	}
+	for i := 0; i < cap(s.sem); i++ {
+		<-s.sem
+	}
+	s.release()
+	if wasClosed || s.persisted || s.upload == "" {
+		return nil
+	}
+	s.persisted = true // abort once
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_, err := s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(s.key), UploadId: aws.String(s.upload),
+	})
+	if err != nil && !IsNoSuchUpload(err) {
+		return s.fail("dispose", fmt.Errorf("abort unpersisted upload (the sweep will remove it): %w", err), "")
+	}
+	return nil
+}
+
+func (s *Stream) release() {
+	s.buf = nil
+	for {
+		select {
+		case <-s.free:
+		default:
+			return
+		}
+	}
+}
