@@ -1,0 +1,147 @@
+package s3fault_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// The wrapper must stand in for the recoverable package's client interface.
+var _ recoverable.S3 = (*s3fault.Client)(nil)
+
+func exists(t *testing.T, c *s3.Client, bucket, key string) bool {
+	t.Helper()
+	_, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err == nil {
+		return true
+	}
+	if recoverable.IsNotFound(err) {
+		return false
+	}
+	t.Fatalf("head %s: %v", key, err)
+	return false
+}
+
+func TestKinds(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	real := srv.Client(s3test.ClientOptions{})
+	b := srv.Bucket(t)
+	ctx := context.Background()
+	for _, k := range s3fault.Kinds {
+		t.Run(k.String(), func(t *testing.T) {
+			f := s3fault.New(real)
+			f.On(s3fault.PutObject, s3fault.Nth(1, k))
+			key := "obj-" + k.String()
+			_, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &key, Body: strings.NewReader("x")})
+			if err == nil {
+				t.Fatal("no error injected")
+			}
+			if !s3fault.IsInjected(err) {
+				t.Fatalf("not marked injected: %v", err)
+			}
+			if got := exists(t, real, b, key); got != k.Applied() {
+				t.Fatalf("object exists=%v, want %v (applied)", got, k.Applied())
+			}
+			switch k {
+			case s3fault.BeforeSend, s3fault.LostResponse:
+				var se *smithyhttp.RequestSendError
+				var ne net.Error
+				if !errors.As(err, &se) || !errors.As(err, &ne) {
+					t.Fatalf("want a connection error, got %v", err)
+				}
+			case s3fault.SlowDown:
+				if recoverable.ErrorCode(err) != "SlowDown" || recoverable.StatusCode(err) != 503 {
+					t.Fatalf("want 503 SlowDown, got code %q status %d", recoverable.ErrorCode(err), recoverable.StatusCode(err))
+				}
+			case s3fault.Timeout:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("want a deadline error, got %v", err)
+				}
+			}
+			// The second call goes through.
+			if _, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: &key, Body: strings.NewReader("y")}); err != nil {
+				t.Fatal(err)
+			}
+			calls := f.Calls()
+			if len(calls) != 2 || calls[0].Fault != k || calls[1].Fault != s3fault.None || calls[0].Err == nil || calls[1].Err != nil {
+				t.Fatalf("call log %+v", calls)
+			}
+			if calls[0].Bucket != b || calls[0].Key != key || calls[0].Seq != 1 || calls[1].N != 2 {
+				t.Fatalf("call log fields %+v", calls[0])
+			}
+		})
+	}
+}
+
+func TestGetObjectLostResponseClosesBody(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	real := srv.Client(s3test.ClientOptions{})
+	b := srv.Bucket(t)
+	ctx := context.Background()
+	if _, err := real.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: bytes.NewReader([]byte("data"))}); err != nil {
+		t.Fatal(err)
+	}
+	f := s3fault.New(real)
+	f.On(s3fault.GetObject, s3fault.FirstN(5, s3fault.LostResponse))
+	for i := 0; i < 5; i++ {
+		if _, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k")}); err == nil {
+			t.Fatal("no error injected")
+		}
+	}
+	out, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(got) != "data" {
+		t.Fatalf("got %q", got)
+	}
+	if f.Count(s3fault.GetObject) != 6 || len(f.Faults()) != 5 {
+		t.Fatalf("count %d faults %d", f.Count(s3fault.GetObject), len(f.Faults()))
+	}
+}
+
+func TestHooksOrderAndConcurrency(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	real := srv.Client(s3test.ClientOptions{})
+	b := srv.Bucket(t)
+	f := s3fault.New(real)
+	f.OnAny(s3fault.AtSeq(3, s3fault.SlowDown))
+	f.On(s3fault.HeadObject, s3fault.Always(s3fault.BeforeSend))
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = f.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: &b})
+		}()
+	}
+	wg.Wait()
+	_, err := f.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: &b, Key: aws.String("x")})
+	if recoverable.IsNotFound(err) || !s3fault.IsInjected(err) {
+		t.Fatalf("per-operation hook did not win: %v", err)
+	}
+	faults := f.Faults()
+	if len(faults) != 2 || faults[0].Seq != 3 || faults[0].Fault != s3fault.SlowDown || faults[1].Op != s3fault.HeadObject {
+		t.Fatalf("faults %+v", faults)
+	}
+	f.ClearHooks()
+	if _, err := f.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: &b}); err != nil {
+		t.Fatal(err)
+	}
+	// A nil input does not panic in the wrapper.
+	_, _ = f.ListObjectsV2(context.Background(), nil)
+}
