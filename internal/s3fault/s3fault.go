@@ -303,15 +303,9 @@ func FaultError(op Op, k Kind) error {
 			Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET),
 		}}
 	case SlowDown:
-		resp := &smithyhttp.Response{Response: &http.Response{
-			StatusCode: http.StatusServiceUnavailable, Status: "503 Slow Down", Header: http.Header{},
-		}}
-		inner = &awshttp.ResponseError{
-			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{
-				Code: "SlowDown", Message: "Please reduce your request rate.", Fault: smithy.FaultServer,
-			}},
-			RequestID: "s3fault",
-		}
+		e := APIError(op, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.").(*Error)
+		e.Kind = SlowDown
+		return e
 	case Timeout:
 		inner = &smithyhttp.RequestSendError{Err: &url.Error{
 			Op: "Do", URL: "s3fault://" + string(op), Err: context.DeadlineExceeded,
@@ -320,6 +314,24 @@ func FaultError(op Op, k Kind) error {
 		inner = errors.New("unknown fault")
 	}
 	return &Error{Op: op, Kind: k, Err: &smithy.OperationError{ServiceID: "S3", OperationName: string(op), Err: inner}}
+}
+
+// APIError returns an error shaped like the server's reply with the given
+// HTTP status and S3 error code, for tests that need a reply no fault Kind
+// gives (409 ConditionalRequestConflict, 501 NotImplemented, ...). It is
+// marked as injected; the server saw no request.
+func APIError(op Op, status int, code, message string) error {
+	resp := &smithyhttp.Response{Response: &http.Response{
+		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), Header: http.Header{},
+	}}
+	fault := smithy.FaultClient
+	if status >= 500 {
+		fault = smithy.FaultServer
+	}
+	return &Error{Op: op, Kind: None, Err: &smithy.OperationError{ServiceID: "S3", OperationName: string(op), Err: &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: code, Message: message, Fault: fault}},
+		RequestID:     "s3fault",
+	}}}
 }
 
 // do runs one call with the fault the hooks chose. closeOut releases what a

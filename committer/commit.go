@@ -1,0 +1,340 @@
+package committer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// Result describes a successful commit: the object at the key is the one the
+// token describes (its size and full-object CRC64NVME were checked). Exactly
+// one of Created and AlreadyCommitted is true.
+type Result struct {
+	Bucket, Key, UploadID string
+	// Size and CRC are the committed object's size and CRC64NVME.
+	Size int64
+	CRC  uint64
+	// ETag is the object's ETag as the server reports it.
+	ETag string
+	// Created: a completion sent by this call made the object. When a
+	// completion's reply was lost and the object turned up afterwards, the
+	// call counts it as its own.
+	Created bool
+	// AlreadyCommitted: the object was already there with the same bytes,
+	// made by an earlier commit of this token or by another upload that wrote
+	// the same bytes (a duplicate attempt). Nothing was written.
+	AlreadyCommitted bool
+	// UploadAborted: the token's upload was left over (another upload had
+	// already put the same bytes at the key) and was aborted.
+	UploadAborted bool
+	// ReadBack: the server keeps no full-object checksum, so the object was
+	// read back to compute it.
+	ReadBack bool
+	// SideObjectsDeleted counts the upload's side objects removed afterwards.
+	SideObjectsDeleted int
+	// Warning is a clean-up failure after the commit succeeded (side objects
+	// or a left-over upload could not be deleted; the sweep will). It is not a
+	// commit failure.
+	Warning error
+}
+
+// Commit completes the token's multipart upload into its key and proves that
+// the key then holds the token's bytes. It is meant for the attempt that just
+// closed the stream; CommitAfterRecovery is for a token restored from a
+// checkpoint. Both are idempotent and give the same answers; they differ only
+// in what they try first.
+//
+// The completion lists exactly the token's parts (checked with ListParts
+// against the token's digest), carries the parts' and the object's CRC64NVME
+// and the object's size where the upload uses checksums, and is conditional
+// (If-None-Match: *). Its outcome is always checked at the key:
+//
+//   - the key holds the token's size and CRC64NVME: success (Created, or
+//     AlreadyCommitted when another attempt got there first; a left-over
+//     upload of ours is then aborted);
+//   - the key holds other bytes: an error wrapping ErrKeyTaken; that object
+//     is left intact and the token's upload is aborted;
+//   - the upload is gone and the key is empty: an error wrapping ErrDataLost;
+//   - the server reports a conditional-write conflict (409): an error wrapping
+//     ErrConflict, and the caller writes the file again with a new upload;
+//   - the upload's parts differ from the token: recoverable.ErrPartsChanged.
+//
+// Failures worth retrying are retried with backoff while ctx lasts. Errors
+// are *recoverable.Error values naming the bucket, key and upload. After a
+// success the upload's side objects are deleted; a failure there is reported
+// in Result.Warning only.
+func (c *Committer) Commit(ctx context.Context, cr recoverable.CommitRecoverable) (Result, error) {
+	return c.commit(ctx, "commit", cr, false)
+}
+
+// CommitAfterRecovery is Commit for a token restored from a checkpoint, when
+// the file may well have been committed already (by the attempt that wrote the
+// checkpoint, or by a duplicate). It looks at the key first and completes the
+// upload only when the key is empty. Its outcomes are Commit's.
+func (c *Committer) CommitAfterRecovery(ctx context.Context, cr recoverable.CommitRecoverable) (Result, error) {
+	return c.commit(ctx, "commit after recovery", cr, true)
+}
+
+func (c *Committer) commit(ctx context.Context, op string, cr recoverable.CommitRecoverable, lookFirst bool) (Result, error) {
+	res := Result{Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID, Size: cr.Size(), CRC: cr.CRC()}
+	if err := validate(cr); err != nil {
+		return res, fail(op, cr, err, "")
+	}
+	if err := c.ensurePreflight(ctx, cr.Bucket, cr.StagingPrefix); err != nil {
+		return res, fail(op, cr, err, "")
+	}
+	if lookFirst || c.opts.AllowUnconditional {
+		f, err := c.lookup(ctx, cr)
+		if err != nil {
+			return res, fail(op, cr, err, "")
+		}
+		if f.exists {
+			return c.settle(ctx, op, cr, res, f, false)
+		}
+	}
+
+	// ambiguous: a completion of ours may have been applied although we did
+	// not see the reply.
+	ambiguous := false
+	var last error
+	for round := 1; round <= c.opts.MaxAttempts; round++ {
+		if round > 1 {
+			if err := c.sleep(ctx, round-1); err != nil {
+				return res, fail(op, cr, fmt.Errorf("%w (last failure: %w)", err, last), "")
+			}
+		}
+		parts, useCRC, err := c.verifyParts(ctx, cr)
+		if err != nil {
+			if errors.Is(err, recoverable.ErrNoSuchUpload) {
+				return c.uploadGone(ctx, op, cr, res, ambiguous)
+			}
+			return res, fail(op, cr, err, "")
+		}
+		_, err = once(ctx, c, func(ctx context.Context) (*s3.CompleteMultipartUploadOutput, error) {
+			return c.client.CompleteMultipartUpload(ctx, c.completeInput(cr, parts, useCRC))
+		})
+		switch {
+		case err == nil:
+			// Servers answer 200 without having made the object: look.
+			f, lerr := c.lookup(ctx, cr)
+			if lerr != nil {
+				return res, fail(op, cr, fmt.Errorf("confirm completion: %w", lerr), hintUnconfirm)
+			}
+			if f.exists {
+				return c.settle(ctx, op, cr, res, f, true)
+			}
+			ambiguous = true
+			last = ErrUnconfirmed
+		case isPreconditionFailed(err):
+			f, lerr := c.lookup(ctx, cr)
+			if lerr != nil {
+				return res, fail(op, cr, lerr, "")
+			}
+			if f.exists {
+				return c.settle(ctx, op, cr, res, f, ambiguous)
+			}
+			// The object went away between the two calls; try again.
+			last = err
+		case recoverable.IsNoSuchUpload(err):
+			return c.uploadGone(ctx, op, cr, res, ambiguous)
+		case isConflict(err):
+			f, lerr := c.lookup(ctx, cr)
+			if lerr == nil && f.matches(cr) {
+				return c.settle(ctx, op, cr, res, f, ambiguous)
+			}
+			_, aerr := c.abortUpload(ctx, cr)
+			return res, fail(op, cr, joinCleanup(fmt.Errorf("%w: %w", ErrConflict, err), aerr), hintConflict)
+		case IsRetryable(err) && ctx.Err() == nil:
+			ambiguous = true
+			last = err
+		default:
+			switch recoverable.ErrorCode(err) {
+			case "BadDigest", "InvalidPart", "InvalidPartOrder", "InvalidDigest":
+				return res, fail(op, cr, fmt.Errorf("%w: complete multipart upload: %w", recoverable.ErrPartsChanged, err), hintMismatch)
+			}
+			return res, fail(op, cr, fmt.Errorf("complete multipart upload: %w", err), "")
+		}
+	}
+	if errors.Is(last, ErrUnconfirmed) {
+		return res, fail(op, cr, fmt.Errorf("%w after %d completions", ErrUnconfirmed, c.opts.MaxAttempts), hintUnconfirm)
+	}
+	return res, fail(op, cr, fmt.Errorf("complete multipart upload: giving up after %d rounds: %w", c.opts.MaxAttempts, last), "")
+}
+
+// settle decides on an object found at the key. mine says a completion of
+// this call may have made it.
+func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool) (Result, error) {
+	if !f.matches(cr) {
+		_, aerr := c.abortUpload(ctx, cr)
+		err := fmt.Errorf("%w: the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
+		return res, fail(op, cr, joinCleanup(err, aerr), hintKeyTaken)
+	}
+	if mine {
+		res.Created = true
+	} else {
+		res.AlreadyCommitted = true
+	}
+	// When another upload made the object, ours is still there: discard it.
+	// When the object is ours, the upload is gone and the abort finds nothing.
+	return c.succeed(ctx, op, cr, res, f, !mine)
+}
+
+// uploadGone decides when the upload no longer exists: it was completed (by
+// us, another attempt, or someone else), or aborted.
+func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, ambiguous bool) (Result, error) {
+	for n := 1; ; n++ {
+		f, err := c.lookup(ctx, cr)
+		if err != nil {
+			return res, fail(op, cr, err, "")
+		}
+		if f.exists {
+			if !f.matches(cr) {
+				err := fmt.Errorf("%w: the upload is gone and the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
+				return res, fail(op, cr, err, hintKeyTaken)
+			}
+			if ambiguous {
+				res.Created = true
+			} else {
+				res.AlreadyCommitted = true
+			}
+			return c.succeed(ctx, op, cr, res, f, false)
+		}
+		if n >= c.opts.MaxAttempts {
+			break
+		}
+		// Another attempt's completion of this upload may still be landing.
+		if err := c.sleep(ctx, n); err != nil {
+			return res, fail(op, cr, err, "")
+		}
+	}
+	return res, fail(op, cr, fmt.Errorf("%w: upload %s does not exist and nothing is at the key", ErrDataLost, cr.UploadID), hintDataLost)
+}
+
+// succeed tidies up after a verified commit.
+func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, abort bool) (Result, error) {
+	res.ETag = f.etag
+	res.ReadBack = f.readBack
+	cctx, cancel := c.cleanupContext(ctx)
+	defer cancel()
+	var warns []error
+	if abort {
+		aborted, err := c.abortUpload(cctx, cr)
+		res.UploadAborted = aborted
+		if err != nil {
+			warns = append(warns, err)
+		}
+	}
+	n, err := c.deleteSideObjects(cctx, cr)
+	res.SideObjectsDeleted = n
+	if err != nil {
+		warns = append(warns, err)
+	}
+	if len(warns) > 0 {
+		res.Warning = fail(op+" clean-up", cr, errors.Join(warns...), "the commit succeeded; the sweep will remove what is left")
+	}
+	return res, nil
+}
+
+// joinCleanup adds a clean-up failure to an error.
+func joinCleanup(err, cleanup error) error {
+	if cleanup == nil {
+		return err
+	}
+	return fmt.Errorf("%w (and clean-up failed: %w)", err, cleanup)
+}
+
+// completeInput builds the completion of exactly parts.
+func (c *Committer) completeInput(cr recoverable.CommitRecoverable, parts []recoverable.Part, useCRC bool) *s3.CompleteMultipartUploadInput {
+	cp := make([]types.CompletedPart, len(parts))
+	for i, p := range parts {
+		cp[i] = types.CompletedPart{PartNumber: aws.Int32(p.Number), ETag: aws.String(p.ETag)}
+		if useCRC {
+			cp[i].ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(p.CRC))
+		}
+	}
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: cp},
+		MpuObjectSize:   aws.Int64(cr.Size()),
+	}
+	if useCRC {
+		in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(cr.CRC()))
+		in.ChecksumType = types.ChecksumTypeFullObject
+	}
+	if !c.opts.AllowUnconditional {
+		in.IfNoneMatch = aws.String("*")
+	}
+	return in
+}
+
+// verifyParts lists and checks the upload's parts. useCRC says whether the
+// upload takes CRC64NVME checksums (the completion must then carry every
+// part's, and may carry the object's).
+func (c *Committer) verifyParts(ctx context.Context, cr recoverable.CommitRecoverable) (parts []recoverable.Part, useCRC bool, err error) {
+	l := &partLister{c: c, upto: int32(cr.Parts.Count), allCRC: true}
+	parts, err = recoverable.VerifyParts(ctx, l, cr.Bucket, cr.Key, cr.UploadID, cr.Parts)
+	if err != nil {
+		return nil, false, err
+	}
+	switch l.alg {
+	case types.ChecksumAlgorithmCrc64nvme:
+		useCRC = l.allCRC
+	case "":
+		// A server that does not say: send checksums if it listed them.
+		useCRC = l.allCRC && len(parts) > 0
+	}
+	return parts, useCRC, nil
+}
+
+// partLister lists parts with the committer's retries and notes the upload's
+// checksum algorithm and whether every part up to upto lists a CRC64NVME.
+type partLister struct {
+	c      *Committer
+	upto   int32
+	alg    types.ChecksumAlgorithm
+	allCRC bool
+	first  bool
+}
+
+func (l *partLister) ListParts(ctx context.Context, in *s3.ListPartsInput, opts ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
+	out, err := call(ctx, l.c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
+		return l.c.client.ListParts(ctx, in, opts...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !l.first {
+		l.first = true
+		l.alg = out.ChecksumAlgorithm
+	}
+	for _, p := range out.Parts {
+		if aws.ToInt32(p.PartNumber) <= l.upto && aws.ToString(p.ChecksumCRC64NVME) == "" {
+			l.allCRC = false
+		}
+	}
+	return out, nil
+}
+
+// abortUpload discards the token's upload. aborted is true when this call
+// removed it; an upload that is already gone is not an error.
+func (c *Committer) abortUpload(ctx context.Context, cr recoverable.CommitRecoverable) (aborted bool, err error) {
+	cctx, cancel := c.cleanupContext(ctx)
+	defer cancel()
+	_, err = call(cctx, c, "abort upload", func(ctx context.Context) (*s3.AbortMultipartUploadOutput, error) {
+		return c.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID),
+		})
+	})
+	if err != nil {
+		if recoverable.IsNoSuchUpload(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,63 @@
+package committer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/s3once/s3once/recoverable"
+)
+
+// Sentinel errors callers branch on with errors.Is. A failure of one file's
+// commit is a *recoverable.Error (bucket, key, upload, a hint for the operator)
+// wrapping one of these, or one of recoverable's (ErrPartsChanged,
+// ErrInvalidToken, ...), or the S3 error that ended the retries.
+var (
+	// ErrConflict: the server reported a conflicting conditional write (409
+	// ConditionalRequestConflict) while completing. S3 discards the upload on a
+	// 409, so the file must be written again with a new upload.
+	ErrConflict = errors.New("conditional write conflict: the upload was discarded")
+	// ErrKeyTaken: another object, with other bytes than the token describes,
+	// is at the key. It is left intact; the token's upload is aborted.
+	ErrKeyTaken = errors.New("another object is at the key")
+	// ErrDataLost: the token's upload is gone and nothing is at the key: the
+	// file was never committed and cannot be any more.
+	ErrDataLost = errors.New("upload and object are both gone")
+	// ErrUnconfirmed: the server acknowledged the completion again and again,
+	// yet the object never appeared at the key.
+	ErrUnconfirmed = errors.New("completion acknowledged but no object at the key")
+	// ErrConditionalWritesUnsupported: the server ignores or rejects
+	// If-None-Match, so it cannot guarantee that a key is written once.
+	ErrConditionalWritesUnsupported = errors.New("server does not honour If-None-Match")
+)
+
+// Hints for the operator.
+const (
+	hintConflict  = "another writer completed an object at this key at the same moment; write the file again with a new upload (the commit will then find the winner and compare)"
+	hintKeyTaken  = "the object at the key was written by another run or tool with different content; the pipeline is not deterministic for this file, or the key is reused: inspect both, delete the wrong one, and rerun"
+	hintDataLost  = "the upload expired or was aborted (lifecycle rule, sweep, or another tool) before anyone committed it; rewrite the file from the source, and make sure sweep cutoffs and lifecycle rules exceed file lifetime plus checkpoint retention"
+	hintUnconfirm = "the server says the upload was completed but does not serve the object; check the server's health and logs, then run CommitAfterRecovery again with the same token"
+	hintCondWrite = "use a server that supports conditional writes (If-None-Match on PutObject and CompleteMultipartUpload), or set AllowUnconditional if a single writer per key is guaranteed some other way"
+	hintMismatch  = "the server rejected the completion as inconsistent with the token (checksum or size); the parts may have been altered: rewrite the file from the source"
+)
+
+// fail wraps err into a *recoverable.Error for cr, unless it already is one.
+func fail(op string, cr recoverable.CommitRecoverable, err error, hint string) error {
+	var e *recoverable.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &recoverable.Error{Op: op, Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID, Hint: hint, Err: err}
+}
+
+// validate checks the token's own consistency before any call is made.
+func validate(cr recoverable.CommitRecoverable) error {
+	switch {
+	case cr.Bucket == "" || cr.Key == "" || cr.UploadID == "":
+		return fmt.Errorf("%w: bucket, key and upload ID are required", recoverable.ErrInvalidToken)
+	case cr.Parts.Count < 1 || cr.Parts.Count > recoverable.MaxS3Parts:
+		return fmt.Errorf("%w: part count %d outside [1, %d]", recoverable.ErrInvalidToken, cr.Parts.Count, recoverable.MaxS3Parts)
+	case cr.Parts.Bytes < 0:
+		return fmt.Errorf("%w: negative size %d", recoverable.ErrInvalidToken, cr.Parts.Bytes)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package committer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/s3once/s3once/recoverable"
+)
+
+// Defaults of Options' zero values.
+const (
+	DefaultMaxAttempts      = 6
+	DefaultBaseBackoff      = 100 * time.Millisecond
+	DefaultMaxBackoff       = 5 * time.Second
+	DefaultCallTimeout      = 2 * time.Minute
+	DefaultCleanupTimeout   = 30 * time.Second
+	DefaultSweepConcurrency = 8
+)
+
+// Options configure a Committer. The zero value of each field means its
+// default; New checks them once.
+type Options struct {
+	// MaxAttempts is how often one S3 call is tried when it fails in a way
+	// worth retrying (5xx, SlowDown, timeouts, connection resets); it also
+	// bounds the rounds of the commit protocol. Default 6. The SDK client's
+	// own retryer multiplies this; give the committer a client with few SDK
+	// retries if you want this to be the whole budget.
+	MaxAttempts int
+	// BaseBackoff and MaxBackoff shape the wait between attempts: attempt n
+	// waits a random time between half and all of min(MaxBackoff,
+	// BaseBackoff x 2^n). Defaults 100ms and 5s. Every wait ends early when
+	// the context is done.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// CallTimeout bounds each S3 call (not the read-back of a whole object,
+	// which is bounded by the context alone). A call that times out counts as
+	// a retryable failure. Default 2 minutes; negative means no per-call bound.
+	CallTimeout time.Duration
+	// CleanupTimeout bounds the clean-up that runs after the outcome is known
+	// (aborting a losing upload, deleting side objects, deleting the preflight
+	// probe). Clean-up runs on a context detached from the caller's, so a
+	// cancelled commit still tidies up. Default 30s.
+	CleanupTimeout time.Duration
+	// AllowUnconditional is UNSAFE: it commits without If-None-Match (for
+	// servers that reject or ignore the header), and Preflight then reports a
+	// server that ignores it instead of failing. Without the condition two
+	// attempts that wrote different bytes under one key can both complete and
+	// the later one silently replaces the earlier; the committer still checks
+	// the key before and after completing and reports what it finds, but it
+	// cannot undo a replacement. Use it only when a single writer per key is
+	// guaranteed some other way.
+	AllowUnconditional bool
+	// SkipPreflight stops the committer from probing each bucket (once, before
+	// its first commit there) for conditional-write support. Set it only when
+	// the caller runs Preflight itself.
+	SkipPreflight bool
+	// SweepConcurrency is how many uploads a sweep inspects and aborts at
+	// once. Default 8.
+	SweepConcurrency int
+}
+
+func (o Options) withDefaults() (Options, error) {
+	var problems []string
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxAttempts < 1 || o.MaxAttempts > 100 {
+		problems = append(problems, fmt.Sprintf("MaxAttempts %d must be in [1, 100]", o.MaxAttempts))
+	}
+	if o.BaseBackoff == 0 {
+		o.BaseBackoff = DefaultBaseBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.BaseBackoff < 0 || o.MaxBackoff < o.BaseBackoff {
+		problems = append(problems, fmt.Sprintf("backoff must satisfy 0 < BaseBackoff (%v) <= MaxBackoff (%v)", o.BaseBackoff, o.MaxBackoff))
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.CleanupTimeout == 0 {
+		o.CleanupTimeout = DefaultCleanupTimeout
+	}
+	if o.CleanupTimeout < 0 {
+		problems = append(problems, fmt.Sprintf("CleanupTimeout %v must be positive", o.CleanupTimeout))
+	}
+	if o.SweepConcurrency == 0 {
+		o.SweepConcurrency = DefaultSweepConcurrency
+	}
+	if o.SweepConcurrency < 1 || o.SweepConcurrency > 256 {
+		problems = append(problems, fmt.Sprintf("SweepConcurrency %d must be in [1, 256]", o.SweepConcurrency))
+	}
+	if len(problems) > 0 {
+		return o, fmt.Errorf("%w: %s", recoverable.ErrInvalidOptions, strings.Join(problems, "; "))
+	}
+	return o, nil
+}

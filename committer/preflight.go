@@ -1,0 +1,111 @@
+package committer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// PreflightResult is what the preflight probe learned about a bucket.
+type PreflightResult struct {
+	// ConditionalWrites is true when the server refused to overwrite the probe
+	// object under If-None-Match: *.
+	ConditionalWrites bool
+	// ProbeKey is the staging key the probe wrote.
+	ProbeKey string
+	// Warning is a failure to delete the probe object afterwards; the sweep
+	// removes it later. The probe's answer stands.
+	Warning error
+}
+
+// Preflight tells whether the server honours If-None-Match: it writes a small
+// probe object under stagingPrefix (recoverable.DefaultStagingPrefix when
+// empty) with If-None-Match: *, writes it again the same way, and expects the
+// second write to be refused (412 Precondition Failed). The probe is deleted
+// afterwards.
+//
+// A server that accepts the second write, or rejects the header outright,
+// cannot guarantee that a key is written once: Preflight returns an error
+// wrapping ErrConditionalWritesUnsupported, unless Options.AllowUnconditional
+// is set, in which case it returns the result with ConditionalWrites false and
+// no error. Other failures (network, permissions) are returned as they are;
+// they say nothing about the server's support.
+//
+// Commit runs Preflight once per bucket by itself unless Options.SkipPreflight
+// or AllowUnconditional is set.
+func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string) (PreflightResult, error) {
+	key := stagingKey(stagingPrefix, "preflight/"+randomName())
+	res := PreflightResult{ProbeKey: key}
+	if bucket == "" {
+		return res, fmt.Errorf("s3once preflight: %w: empty bucket", recoverable.ErrInvalidOptions)
+	}
+	put := func(ctx context.Context) error {
+		_, err := call(ctx, c, "put probe object", func(ctx context.Context) (*s3.PutObjectOutput, error) {
+			return c.client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket: aws.String(bucket), Key: aws.String(key),
+				Body:        strings.NewReader("s3once conditional-write probe; safe to delete\n"),
+				IfNoneMatch: aws.String("*"),
+			})
+		})
+		return err
+	}
+	defer func() {
+		cctx, cancel := c.cleanupContext(ctx)
+		defer cancel()
+		if _, err := call(cctx, c, "delete probe object", func(ctx context.Context) (*s3.DeleteObjectOutput, error) {
+			return c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		}); err != nil && !recoverable.IsNotFound(err) {
+			res.Warning = fmt.Errorf("s3once preflight s3://%s/%s: %w; the sweep will remove the probe", bucket, key, err)
+		}
+	}()
+	unsupported := func(why string, err error) (PreflightResult, error) {
+		res.ConditionalWrites = false
+		if c.opts.AllowUnconditional {
+			return res, nil
+		}
+		msg := fmt.Sprintf("s3once preflight s3://%s/%s: %s", bucket, key, why)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w: %w; %s", msg, ErrConditionalWritesUnsupported, err, hintCondWrite)
+		}
+		return res, fmt.Errorf("%s: %w; %s", msg, ErrConditionalWritesUnsupported, hintCondWrite)
+	}
+
+	// The first write must succeed; a 412 means an earlier try of it landed.
+	if err := put(ctx); err != nil && !isPreconditionFailed(err) {
+		if rejectsCondition(err) {
+			return unsupported("the server rejects If-None-Match", err)
+		}
+		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
+	}
+	err := put(ctx)
+	switch {
+	case err == nil:
+		return unsupported("a second write with If-None-Match: * replaced the probe object", nil)
+	case isPreconditionFailed(err) || isConflict(err):
+		res.ConditionalWrites = true
+		return res, nil
+	case rejectsCondition(err):
+		return unsupported("the server rejects If-None-Match", err)
+	default:
+		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
+	}
+}
+
+func isPreconditionFailed(err error) bool {
+	return recoverable.ErrorCode(err) == "PreconditionFailed" || recoverable.StatusCode(err) == http.StatusPreconditionFailed
+}
+
+func isConflict(err error) bool {
+	return recoverable.ErrorCode(err) == "ConditionalRequestConflict" || recoverable.StatusCode(err) == http.StatusConflict
+}
+
+// rejectsCondition reports whether err says the server does not implement the
+// conditional header.
+func rejectsCondition(err error) bool {
+	return recoverable.ErrorCode(err) == "NotImplemented" || recoverable.StatusCode(err) == http.StatusNotImplemented
+}

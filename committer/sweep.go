@@ -1,0 +1,420 @@
+package committer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// shortCutoff is the age below which a sweep warns that its cutoff is unlikely
+// to exceed file lifetime plus checkpoint retention.
+const shortCutoff = time.Hour
+
+// maxReportedFailures bounds the failures a sweep's error lists one by one.
+const maxReportedFailures = 10
+
+// SweepOptions say what a sweep removes.
+type SweepOptions struct {
+	// Bucket to sweep. Required.
+	Bucket string
+	// Prefix under which multipart uploads are swept: the sink's output
+	// prefix. Required unless WholeBucket is set, because an empty prefix
+	// would also abort other applications' uploads.
+	Prefix string
+	// WholeBucket allows an empty Prefix: every upload in the bucket is
+	// swept. Only for buckets the sink owns alone.
+	WholeBucket bool
+	// StagingPrefix under which side objects are swept; default
+	// recoverable.DefaultStagingPrefix. Everything under it is taken to be
+	// s3once's.
+	StagingPrefix string
+	// OlderThan is the age, by the server's clock, beyond which an upload
+	// (since it was initiated) or a side object (since it was last modified)
+	// is stale. It must exceed the longest time a file may stay open until it
+	// is committed plus the longest time a checkpoint is retained; see the
+	// package documentation. Required unless Cutoff is set.
+	OlderThan time.Duration
+	// Cutoff, when set, replaces "server time now - OlderThan": whatever was
+	// initiated or modified strictly before it is stale. It must not lie after
+	// the server's present time.
+	Cutoff time.Time
+	// DryRun lists and measures what would be removed, and removes nothing.
+	DryRun bool
+	// Progress, if set, is called with the report so far after each page of
+	// listings; it runs on the sweeping goroutine and must return quickly.
+	Progress func(SweepReport)
+}
+
+// SweepCounts count one kind of thing a sweep looked at.
+type SweepCounts struct {
+	// Scanned were listed.
+	Scanned int
+	// Stale were older than the cutoff.
+	Stale int
+	// Removed were aborted or deleted (0 in a dry run).
+	Removed int
+	// Kept were younger than the cutoff, or had no date.
+	Kept int
+	// Bytes is the total size of the stale ones, as listed.
+	Bytes int64
+	// Failed could not be removed (or, for uploads, not measured).
+	Failed int
+}
+
+// SweepReport says what a sweep found and did.
+type SweepReport struct {
+	Bucket, Prefix, StagingPrefix string
+	DryRun                        bool
+	// ServerNow is the server's clock when the sweep started; ClockSkew is
+	// the server's clock minus the local one.
+	ServerNow time.Time
+	ClockSkew time.Duration
+	// Cutoff: things initiated or modified strictly before it are stale.
+	Cutoff      time.Time
+	Uploads     SweepCounts
+	SideObjects SweepCounts
+	// Warnings are conditions an operator should look at (lifecycle rules
+	// that act sooner than the cutoff, a very short cutoff, ...).
+	Warnings []string
+}
+
+// Sweep removes what crashed or abandoned writers left behind under a sink's
+// prefixes: it aborts the multipart uploads under Prefix that were initiated
+// before the cutoff and deletes the side objects under StagingPrefix last
+// modified before it. Nothing younger is touched. Ages are judged by the
+// server's clock (the Date of its replies), so a skewed local clock cannot
+// make a young upload look old.
+//
+// The cutoff must exceed how long a file may stay open (until committed)
+// plus how long a checkpoint may be retained and restored from: a sweep
+// destroys what such a checkpoint references. Sweep warns when the bucket's
+// lifecycle rules abort incomplete uploads or expire side objects sooner than
+// OlderThan, since those would destroy the same things.
+//
+// Failures to remove single items do not stop the sweep; they are counted and
+// returned together as an error once it is done. The report is filled in as
+// far as the sweep got, also when an error is returned.
+func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, error) {
+	if so.StagingPrefix == "" {
+		so.StagingPrefix = recoverable.DefaultStagingPrefix
+	}
+	rep := SweepReport{Bucket: so.Bucket, Prefix: so.Prefix, StagingPrefix: so.StagingPrefix, DryRun: so.DryRun}
+	if err := so.validate(); err != nil {
+		return rep, err
+	}
+	where := fmt.Sprintf("s3once sweep s3://%s/%s", so.Bucket, so.Prefix)
+
+	now, err := c.serverNow(ctx, so.Bucket, so.StagingPrefix)
+	if err != nil {
+		return rep, fmt.Errorf("%s: read the server's clock: %w", where, err)
+	}
+	rep.ServerNow = now
+	rep.ClockSkew = now.Sub(time.Now()).Round(time.Second)
+	rep.Cutoff = now.Add(-so.OlderThan)
+	if !so.Cutoff.IsZero() {
+		if so.Cutoff.After(now) {
+			return rep, fmt.Errorf("%s: %w: cutoff %s lies after the server's time %s; it would remove files being written", where, recoverable.ErrInvalidOptions, so.Cutoff.Format(time.RFC3339), now.Format(time.RFC3339))
+		}
+		rep.Cutoff = so.Cutoff
+	}
+	age := now.Sub(rep.Cutoff)
+	if age < shortCutoff {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the cutoff is only %v old; it must exceed the longest time a file stays open plus checkpoint retention, or the sweep destroys uploads that checkpoints still reference", age))
+	}
+	rep.Warnings = append(rep.Warnings, c.lifecycleWarnings(ctx, so, age)...)
+
+	failures := &failureList{}
+	progress := func() {
+		if so.Progress != nil {
+			so.Progress(rep)
+		}
+	}
+	if err := c.sweepUploads(ctx, so, &rep, failures, progress); err != nil {
+		return rep, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := c.sweepSideObjects(ctx, so, &rep, failures, progress); err != nil {
+		return rep, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := failures.err(); err != nil {
+		return rep, fmt.Errorf("%s: %d uploads and %d side objects could not be swept: %w", where, rep.Uploads.Failed, rep.SideObjects.Failed, err)
+	}
+	return rep, nil
+}
+
+func (so SweepOptions) validate() error {
+	var problems []string
+	if so.Bucket == "" {
+		problems = append(problems, "Bucket is required")
+	}
+	if so.Prefix == "" && !so.WholeBucket {
+		problems = append(problems, "Prefix is required (an empty prefix sweeps other applications' uploads too; set WholeBucket if the sink owns the bucket)")
+	}
+	if so.OlderThan <= 0 && so.Cutoff.IsZero() {
+		problems = append(problems, "OlderThan must be positive (or set Cutoff)")
+	}
+	if strings.HasPrefix(so.StagingPrefix, "/") {
+		problems = append(problems, fmt.Sprintf("StagingPrefix %q must not start with '/'", so.StagingPrefix))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("s3once sweep: %w: %s", recoverable.ErrInvalidOptions, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// failureList keeps the first failures of a sweep.
+type failureList struct {
+	mu    sync.Mutex
+	n     int
+	first []error
+}
+
+func (f *failureList) add(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if len(f.first) < maxReportedFailures {
+		f.first = append(f.first, err)
+	}
+}
+
+func (f *failureList) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		return nil
+	}
+	errs := f.first
+	if f.n > len(errs) {
+		errs = append(errs[:len(errs):len(errs)], fmt.Errorf("... and %d more", f.n-len(errs)))
+	}
+	return errors.Join(errs...)
+}
+
+// sweepUploads aborts stale multipart uploads under the prefix.
+func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, rep *SweepReport, failures *failureList, progress func()) error {
+	var keyMarker, idMarker *string
+	for {
+		out, err := call(ctx, c, "list multipart uploads", func(ctx context.Context) (*s3.ListMultipartUploadsOutput, error) {
+			return c.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
+				Bucket: aws.String(so.Bucket), Prefix: aws.String(so.Prefix),
+				KeyMarker: keyMarker, UploadIdMarker: idMarker,
+			})
+		})
+		if err != nil {
+			return err
+		}
+		var stale []types.MultipartUpload
+		for _, u := range out.Uploads {
+			rep.Uploads.Scanned++
+			if u.Initiated == nil || !u.Initiated.Before(rep.Cutoff) {
+				rep.Uploads.Kept++
+				continue
+			}
+			rep.Uploads.Stale++
+			stale = append(stale, u)
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, c.opts.SweepConcurrency)
+		for _, u := range stale {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				bytes, removed, err := c.sweepUpload(ctx, so, u)
+				mu.Lock()
+				defer mu.Unlock()
+				rep.Uploads.Bytes += bytes
+				if removed {
+					rep.Uploads.Removed++
+				}
+				if err != nil {
+					rep.Uploads.Failed++
+					failures.add(err)
+				}
+			}()
+		}
+		wg.Wait()
+		progress()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !aws.ToBool(out.IsTruncated) || (aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == "") {
+			return nil
+		}
+		keyMarker, idMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
+// sweepUpload measures one stale upload and, unless this is a dry run,
+// aborts it. An upload that is gone by then was removed by someone else.
+func (c *Committer) sweepUpload(ctx context.Context, so SweepOptions, u types.MultipartUpload) (bytes int64, removed bool, err error) {
+	key, id := aws.ToString(u.Key), aws.ToString(u.UploadId)
+	failed := func(what string, err error) error {
+		return &recoverable.Error{Op: "sweep", Bucket: so.Bucket, Key: key, UploadID: id, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	var marker *string
+	for {
+		out, err := call(ctx, c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
+			return c.client.ListParts(ctx, &s3.ListPartsInput{
+				Bucket: aws.String(so.Bucket), Key: aws.String(key), UploadId: aws.String(id), PartNumberMarker: marker,
+			})
+		})
+		if err != nil {
+			if recoverable.IsNoSuchUpload(err) {
+				return bytes, false, nil
+			}
+			return bytes, false, failed("list parts", err)
+		}
+		for _, p := range out.Parts {
+			bytes += aws.ToInt64(p.Size)
+		}
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextPartNumberMarker) == "" {
+			break
+		}
+		marker = out.NextPartNumberMarker
+	}
+	if so.DryRun {
+		return bytes, false, nil
+	}
+	_, err = call(ctx, c, "abort upload", func(ctx context.Context) (*s3.AbortMultipartUploadOutput, error) {
+		return c.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: aws.String(so.Bucket), Key: aws.String(key), UploadId: aws.String(id),
+		})
+	})
+	if err != nil {
+		if recoverable.IsNoSuchUpload(err) {
+			return bytes, false, nil
+		}
+		return bytes, false, failed("abort", err)
+	}
+	return bytes, true, nil
+}
+
+// sweepSideObjects deletes stale objects under the staging prefix.
+func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *SweepReport, failures *failureList, progress func()) error {
+	return c.listObjects(ctx, so.Bucket, so.StagingPrefix, func(page []object) error {
+		var stale []string
+		for _, o := range page {
+			rep.SideObjects.Scanned++
+			if o.modified.IsZero() || !o.modified.Before(rep.Cutoff) {
+				rep.SideObjects.Kept++
+				continue
+			}
+			rep.SideObjects.Stale++
+			rep.SideObjects.Bytes += o.size
+			stale = append(stale, o.key)
+		}
+		if !so.DryRun && len(stale) > 0 {
+			n, err := c.deleteKeys(ctx, so.Bucket, stale)
+			rep.SideObjects.Removed += n
+			if err != nil {
+				rep.SideObjects.Failed += len(stale) - n
+				failures.add(fmt.Errorf("delete side objects: %w", err))
+			}
+		}
+		progress()
+		return ctx.Err()
+	})
+}
+
+// serverNow reads the server's clock: the Date of a cheap listing's reply, or,
+// where a server sends none, the LastModified of a probe object written (and
+// deleted) under the staging prefix.
+func (c *Committer) serverNow(ctx context.Context, bucket, staging string) (time.Time, error) {
+	out, err := call(ctx, c, "list objects", func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+		return c.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if t, ok := awsmiddleware.GetServerTime(out.ResultMetadata); ok && !t.IsZero() {
+		return t, nil
+	}
+	key := stagingKey(staging, "clock/"+randomName())
+	if _, err := call(ctx, c, "put clock probe", func(ctx context.Context) (*s3.PutObjectOutput, error) {
+		return c.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("s3once clock probe; safe to delete\n")})
+	}); err != nil {
+		return time.Time{}, err
+	}
+	defer func() {
+		cctx, cancel := c.cleanupContext(ctx)
+		defer cancel()
+		_, _ = call(cctx, c, "delete clock probe", func(ctx context.Context) (*s3.DeleteObjectOutput, error) {
+			return c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		})
+	}()
+	head, err := call(ctx, c, "head clock probe", func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+		return c.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if head.LastModified == nil {
+		return time.Time{}, errors.New("the server sends neither a Date header nor a LastModified time")
+	}
+	return *head.LastModified, nil
+}
+
+// lifecycleWarnings reads the bucket's lifecycle rules and warns about those
+// that remove what the sweep keeps: incomplete uploads under the prefix, or
+// objects under the staging prefix, sooner than age.
+func (c *Committer) lifecycleWarnings(ctx context.Context, so SweepOptions, age time.Duration) []string {
+	out, err := call(ctx, c, "get lifecycle rules", func(ctx context.Context) (*s3.GetBucketLifecycleConfigurationOutput, error) {
+		return c.client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(so.Bucket)})
+	})
+	if err != nil {
+		switch {
+		case recoverable.ErrorCode(err) == "NoSuchLifecycleConfiguration", rejectsCondition(err):
+			return nil // no rules, or a server without lifecycle rules
+		}
+		return []string{fmt.Sprintf("could not read the bucket's lifecycle rules (%v); check by hand that none aborts incomplete uploads or expires objects under the sink's prefixes sooner than %v", err, age)}
+	}
+	var warns []string
+	for _, r := range out.Rules {
+		if r.Status != types.ExpirationStatusEnabled {
+			continue
+		}
+		prefix := rulePrefix(r)
+		name := aws.ToString(r.ID)
+		if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
+			d := time.Duration(*a.DaysAfterInitiation) * 24 * time.Hour
+			if d < age && overlaps(prefix, so.Prefix) {
+				warns = append(warns, fmt.Sprintf("lifecycle rule %q aborts incomplete multipart uploads under %q after %d days, sooner than the sweep's cutoff of %v: it can destroy uploads that checkpoints still reference", name, prefix, *a.DaysAfterInitiation, age))
+			}
+		}
+		if e := r.Expiration; e != nil && e.Days != nil {
+			d := time.Duration(*e.Days) * 24 * time.Hour
+			if d < age && overlaps(prefix, so.StagingPrefix) {
+				warns = append(warns, fmt.Sprintf("lifecycle rule %q expires objects under %q after %d days, sooner than the sweep's cutoff of %v: it can delete side objects that checkpoints still reference", name, prefix, *e.Days, age))
+			}
+		}
+	}
+	return warns
+}
+
+// rulePrefix is the key prefix a lifecycle rule applies to ("" for all keys).
+func rulePrefix(r types.LifecycleRule) string {
+	if f := r.Filter; f != nil {
+		if f.Prefix != nil {
+			return *f.Prefix
+		}
+		if f.And != nil && f.And.Prefix != nil {
+			return *f.And.Prefix
+		}
+		return ""
+	}
+	return aws.ToString(r.Prefix)
+}
+
+// overlaps reports whether some key can lie under both prefixes.
+func overlaps(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
