@@ -32,5 +32,15 @@ vet:
 test: tools vet
 	$(GO) test -race -timeout 30m ./...
 
+# Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
+# `make test` already runs their seed corpora as ordinary tests.
+FUZZTIME ?= 30s
+CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
+
+fuzz:
+	set -e; for f in $(CODER_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./coder/; \
+	done
+
 clean:
 	rm -rf $(BIN) .s3data bench-out
