@@ -1,0 +1,105 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/committer"
+)
+
+// FileResult describes one committed file. Write's output holds one per file
+// (more than one when Beam retries a bundle downstream of the commit: key on
+// Bucket and Key).
+type FileResult struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	// Bytes is the object's size; Records the number of records in it.
+	Bytes   int64 `json:"bytes"`
+	Records int64 `json:"records"`
+	// Window is the window's name as it appears in Key ("global", or its
+	// bounds); Pane the pane's index.
+	Window string `json:"window"`
+	Pane   int64  `json:"pane"`
+	// Destination is the destination's path ("" for none).
+	Destination string `json:"destination"`
+	// Shard is the file's shard; FileIndex its place among the shard's files.
+	Shard     int `json:"shard"`
+	FileIndex int `json:"fileIndex"`
+}
+
+// Beam metrics, in the "s3once" namespace.
+var (
+	metricRecords        = beam.NewCounter("s3once", "records_written")
+	metricBytes          = beam.NewCounter("s3once", "bytes_written")
+	metricParts          = beam.NewCounter("s3once", "parts_uploaded")
+	metricFilesClosed    = beam.NewCounter("s3once", "files_closed")
+	metricPersists       = beam.NewCounter("s3once", "persists")
+	metricTailsRecovered = beam.NewCounter("s3once", "tails_recovered")
+	metricCommitted      = beam.NewCounter("s3once", "files_committed")
+	metricAlreadyDone    = beam.NewCounter("s3once", "commits_already_done")
+	metricCommitRetries  = beam.NewCounter("s3once", "commit_retries")
+)
+
+// commitRounds is how often the commit stage calls the committer for one file
+// when it fails in a way worth retrying (the committer retries each S3 call
+// itself); after that the bundle fails and the runner retries it.
+const commitRounds = 3
+
+// commitFn commits each file (again, when the bundle-finalization callback got
+// there first) and reports it. The commit is idempotent and verified: it
+// succeeds only if the key then holds exactly the bytes the token describes.
+type commitFn struct {
+	S settings `json:"s"`
+
+	committer *committer.Committer
+	pause     time.Duration
+}
+
+func (f *commitFn) Setup(ctx context.Context) error {
+	client, err := f.S.newClient(ctx)
+	if err != nil {
+		return err
+	}
+	return f.init(client)
+}
+
+func (f *commitFn) init(client committer.S3) error {
+	c, err := committer.New(client, committer.Options{})
+	if err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	f.committer = c
+	f.pause = time.Second
+	return nil
+}
+
+func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
+	cr, err := coder.DecodeCommit(p.Commit)
+	if err != nil {
+		return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)
+	}
+	for round := 1; ; round++ {
+		res, err := f.committer.CommitAfterRecovery(ctx, cr)
+		if err == nil {
+			metricCommitted.Inc(ctx, 1)
+			if res.AlreadyCommitted {
+				metricAlreadyDone.Inc(ctx, 1)
+			}
+			emit(p.Result)
+			return nil
+		}
+		if round >= commitRounds || !committer.IsRetryable(err) || ctx.Err() != nil {
+			return fmt.Errorf("s3once sink: %w", err)
+		}
+		metricCommitRetries.Inc(ctx, 1)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("s3once sink: %w (while waiting to retry after: %w)", context.Cause(ctx), err)
+		case <-time.After(f.pause):
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package sink
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Codec compresses files. The writer compresses a file as a sequence of
+// independent streams (gzip members, zstd frames), one per stretch of records
+// between two sync points (see Config.CheckpointBytes), so that it can stop at
+// a checkpoint and carry on in another process. A Codec must therefore
+// produce a format in which the concatenation of streams is itself a valid
+// stream (gzip, zstd, bzip2, lz4 frames and xz all are), and it must be
+// deterministic: equal input gives equal bytes.
+//
+// Register codecs with RegisterCodec in an init function.
+type Codec interface {
+	// NewWriter starts a stream that writes to w. Close ends the stream and
+	// must not close w. If the returned writer has a Reset(io.Writer) method,
+	// the sink calls it to start the next stream instead of calling NewWriter
+	// again.
+	NewWriter(w io.Writer) (io.WriteCloser, error)
+	// Extension is the file name suffix, such as ".gz"; empty for none.
+	Extension() string
+	// ContentType is the MIME type of a compressed file; empty keeps the
+	// format's.
+	ContentType() string
+}
+
+var (
+	codecsMu sync.RWMutex
+	codecs   = map[string]Codec{}
+)
+
+// RegisterCodec makes c available to Config.Compression under name. It panics
+// if name is empty or taken, or c is nil: registration is a program's set-up,
+// done in init functions.
+func RegisterCodec(name string, c Codec) {
+	codecsMu.Lock()
+	defer codecsMu.Unlock()
+	if name == "" || c == nil {
+		panic("sink.RegisterCodec: empty name or nil codec")
+	}
+	if _, dup := codecs[name]; dup {
+		panic("sink.RegisterCodec: codec " + strconv.Quote(name) + " registered twice")
+	}
+	codecs[name] = c
+}
+
+func lookupCodec(name string) (Codec, error) {
+	codecsMu.RLock()
+	defer codecsMu.RUnlock()
+	if c, ok := codecs[name]; ok {
+		return c, nil
+	}
+	names := make([]string, 0, len(codecs))
+	for n := range codecs {
+		names = append(names, strconv.Quote(n))
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("unknown Compression %q (registered: %s; register others with sink.RegisterCodec in an init function)", name, strings.Join(names, ", "))
+}
+
+func init() {
+	RegisterCodec("none", noCompression{})
+	RegisterCodec("gzip", Gzip{})
+	RegisterCodec("zstd", Zstd{})
+}
+
+// noCompression writes records as they are.
+type noCompression struct{}
+
+func (noCompression) NewWriter(w io.Writer) (io.WriteCloser, error) { return &plainWriter{w}, nil }
+func (noCompression) Extension() string                             { return "" }
+func (noCompression) ContentType() string                           { return "" }
+
+type plainWriter struct{ w io.Writer }
+
+func (p *plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *plainWriter) Close() error                { return nil }
+func (p *plainWriter) Reset(w io.Writer)           { p.w = w }
+
+// Gzip compresses with github.com/klauspost/compress/gzip. Files are
+// concatenations of gzip members, which gunzip, Go's gzip.Reader and every
+// common reader take as one stream. Level zero means the default level.
+type Gzip struct {
+	Level int
+}
+
+func (g Gzip) NewWriter(w io.Writer) (io.WriteCloser, error) {
+	level := g.Level
+	if level == 0 {
+		level = gzip.DefaultCompression
+	}
+	// No name, no modification time: the header is the same every time.
+	zw, err := gzip.NewWriterLevel(w, level)
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	return zw, nil
+}
+
+func (Gzip) Extension() string   { return ".gz" }
+func (Gzip) ContentType() string { return "application/gzip" }
+
+// Zstd compresses with github.com/klauspost/compress/zstd, synchronously (one
+// goroutine), so that its output depends on its input alone. Files are
+// concatenations of zstd frames. Level zero means zstd.SpeedDefault.
+type Zstd struct {
+	Level zstd.EncoderLevel
+}
+
+func (z Zstd) NewWriter(w io.Writer) (io.WriteCloser, error) {
+	level := z.Level
+	if level == 0 {
+		level = zstd.SpeedDefault
+	}
+	enc, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(level))
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %w", err)
+	}
+	return enc, nil
+}
+
+func (Zstd) Extension() string   { return ".zst" }
+func (Zstd) ContentType() string { return "application/zstd" }

@@ -1,0 +1,401 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/recoverable"
+)
+
+// ErrInvalidConfig is wrapped by every error Validate and TryWrite return for a
+// configuration that cannot work.
+var ErrInvalidConfig = errors.New("s3once sink: invalid configuration")
+
+// Defaults of Config's zero values, and the bounds Validate enforces.
+const (
+	// DefaultShards is the number of shards per destination and window when
+	// Config.Shards is 0.
+	DefaultShards = 4
+	// MaxShards bounds Config.Shards.
+	MaxShards = 10000
+	// DefaultMaxBatchBytes is the default bound on the record bytes of one
+	// shard of one destination, window and pane.
+	DefaultMaxBatchBytes = 64 << 20
+	// MinMaxBatchBytes and MaxMaxBatchBytes bound Config.MaxBatchBytes. A batch
+	// is one element: a worker holds it in memory, and a checkpoint re-sends it.
+	MinMaxBatchBytes = 1 << 10
+	MaxMaxBatchBytes = 2 << 30
+	// MinMaxFileBytes is the smallest Config.MaxFileBytes accepted.
+	MinMaxFileBytes = 1 << 10
+	// DefaultCheckpointBytes is the default spacing of checkpoints, in bytes of
+	// records written.
+	DefaultCheckpointBytes = 16 << 20
+	// MinCheckpointBytes is the smallest Config.CheckpointBytes accepted.
+	MinCheckpointBytes = 1 << 10
+	// DefaultResumeDelay is how long the writer asks the runner to wait
+	// before it resumes a self-checkpointed element.
+	DefaultResumeDelay = 10 * time.Millisecond
+	// MaxPrefixLen bounds Config.Prefix and Config.StagingPrefix, in bytes,
+	// leaving room under S3's 1,024-byte key limit for destinations and names.
+	MaxPrefixLen = 512
+	// MaxDestinationLen bounds the path a Destination function returns.
+	MaxDestinationLen = 256
+)
+
+// Config configures Write. The zero value of every field but Bucket means its
+// documented default. Validate checks a Config; Write checks it again while
+// the pipeline is built.
+//
+// A Config travels inside the pipeline graph to every worker, as JSON.
+// Everything in it, AccessKeyID and SecretAccessKey included, is visible to
+// whoever can read the job's graph (the runner, its UI, its logs). Prefer the
+// default credential chain on real deployments.
+type Config struct {
+	// Bucket receives the files. Required.
+	Bucket string
+	// Prefix is the key prefix of every file: files are written at
+	// <Prefix>/<destination>/<name>. Empty means the bucket's root. It must
+	// not start with '/', and must not hold empty, "." or ".." segments.
+	Prefix string
+	// StagingPrefix is where the writer keeps the side objects of open files
+	// (see the recoverable package). Default ".s3once/staging/". It must not
+	// hold the output, and the output's readers must not see it: it may lie
+	// under Prefix only below a segment that starts with '.' or '_', which
+	// Spark, Hive, Trino and Athena skip.
+	StagingPrefix string
+
+	// Endpoint is the S3 endpoint URL (http or https), for S3-compatible
+	// servers; empty means AWS.
+	Endpoint string
+	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
+	// the shared config), else us-east-1.
+	Region string
+	// PathStyle addresses buckets as <endpoint>/<bucket> instead of
+	// <bucket>.<endpoint>; most S3-compatible servers need it.
+	PathStyle bool
+	// AccessKeyID, SecretAccessKey and SessionToken are static credentials,
+	// meant for local and test servers. Leave them empty to use the default
+	// credential chain of the AWS SDK on each worker (environment, shared
+	// files, instance or task role). They are visible in the pipeline graph.
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+	// MaxAttempts is the AWS SDK's retry budget per S3 call. Default: the
+	// SDK's (3).
+	MaxAttempts int
+	// DisableChecksums stops sending CRC64NVME checksums to the server, for
+	// servers that reject them. The writer still checks its own.
+	DisableChecksums bool
+
+	// Format names the record format (see RegisterFormat): "text" (the
+	// default: strings or []byte, one per line), "jsonl" (any type, one JSON
+	// value per line) or "csv" ([]string, a CSVRecorder, or a struct of
+	// plain fields), or a name registered by the program.
+	Format string
+	// Compression names the codec (see RegisterCodec): "none" (the default),
+	// "gzip" or "zstd", or a name registered by the program.
+	Compression string
+	// Destination, when set, picks each record's destination: a path under
+	// Prefix such as "country=fr/day=2024-06-01". It is a function of the
+	// element, with one of the signatures
+	//
+	//	func(T) string
+	//	func(T) (string, error)
+	//	func(beam.Window, T) string
+	//	func(beam.Window, T) (string, error)
+	//
+	// where T is the input's element type. Register it with the register
+	// package (register.Function1x1 and friends) so workers can find it. The
+	// result must be empty or a relative path without empty, "." or ".."
+	// segments, at most MaxDestinationLen bytes. Nil means every record goes
+	// to the single destination "".
+	Destination any
+
+	// Shards is the number of shards per destination, window and pane: each
+	// shard is written by one worker, as one or more files. A record's shard
+	// is a hash of its bytes, so equal inputs shard equally. Default
+	// DefaultShards (4). All of a shard's records must fit in MaxBatchBytes;
+	// raise Shards when they do not.
+	Shards int
+	// MaxBatchBytes bounds the record bytes of one shard (of one destination,
+	// window and pane), which a worker holds in memory while it writes them.
+	// A larger shard fails the pipeline with an error that says so. Default
+	// DefaultMaxBatchBytes (64 MiB), at least 1 KiB, at most 2 GiB. A file
+	// never holds more than one batch: to get larger files, raise
+	// MaxBatchBytes (and MaxFileBytes) or lower Shards.
+	MaxBatchBytes int64
+	// MaxFileBytes rolls a file before the record bytes it holds (before
+	// compression) would exceed it. Default MaxBatchBytes; at least 1 KiB,
+	// at most MaxBatchBytes. A single record larger than MaxFileBytes fails
+	// the pipeline.
+	MaxFileBytes int64
+	// MaxFileRecords rolls a file when it holds this many records. Zero means
+	// no limit.
+	MaxFileRecords int64
+
+	// CheckpointBytes is how far the writer gets, in record bytes, between
+	// two checkpoints: at each, it makes the open file durable and hands the
+	// rest of its work back to the runner (a self-checkpoint), so a failure
+	// redoes at most this much. Compressed files also restart their gzip
+	// member or zstd frame every min(CheckpointBytes, 1 MiB) of records,
+	// whether or not a checkpoint is taken there. Default 16 MiB, at least
+	// 1 KiB.
+	CheckpointBytes int64
+	// CheckpointInterval, when positive, also checkpoints once this much
+	// time has passed since the last checkpoint, at the next point where a
+	// compressed member ends (see CheckpointBytes). Zero: bytes alone decide.
+	CheckpointInterval time.Duration
+	// ResumeDelay is the delay the writer asks for when it checkpoints.
+	// Default DefaultResumeDelay.
+	ResumeDelay time.Duration
+
+	// PartSize, Concurrency and InlineTailMax tune each file's multipart
+	// upload; see recoverable.Options for their defaults and bounds. A
+	// worker holds PartSize x (Concurrency + 1) bytes of buffers per file it
+	// writes, on top of the batch.
+	PartSize      int64
+	Concurrency   int
+	InlineTailMax int
+}
+
+// settings is the part of a Config that travels to workers, with defaults
+// filled in. Its fields are exported for the JSON encoding of DoFns.
+type settings struct {
+	Bucket        string `json:"bucket"`
+	Prefix        string `json:"prefix,omitempty"`
+	StagingPrefix string `json:"stagingPrefix"`
+
+	Endpoint         string `json:"endpoint,omitempty"`
+	Region           string `json:"region,omitempty"`
+	PathStyle        bool   `json:"pathStyle,omitempty"`
+	AccessKeyID      string `json:"accessKeyID,omitempty"`
+	SecretAccessKey  string `json:"secretAccessKey,omitempty"`
+	SessionToken     string `json:"sessionToken,omitempty"`
+	MaxAttempts      int    `json:"maxAttempts,omitempty"`
+	DisableChecksums bool   `json:"disableChecksums,omitempty"`
+
+	Format      string `json:"format"`
+	Compression string `json:"compression"`
+
+	Shards         int   `json:"shards"`
+	MaxBatchBytes  int64 `json:"maxBatchBytes"`
+	MaxFileBytes   int64 `json:"maxFileBytes"`
+	MaxFileRecords int64 `json:"maxFileRecords,omitempty"`
+
+	CheckpointBytes    int64         `json:"checkpointBytes"`
+	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty"`
+	ResumeDelay        time.Duration `json:"resumeDelay"`
+
+	PartSize      int64 `json:"partSize,omitempty"`
+	Concurrency   int   `json:"concurrency,omitempty"`
+	InlineTailMax int   `json:"inlineTailMax,omitempty"`
+}
+
+// Validate reports every problem of c in one error wrapping ErrInvalidConfig.
+// It checks what can be checked without the input: the element type is
+// checked against Format and Destination by TryWrite.
+func (c Config) Validate() error {
+	_, err := c.settings()
+	return err
+}
+
+// settings validates c and returns it with defaults filled in.
+func (c Config) settings() (settings, error) {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	s := settings{
+		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
+		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums,
+		Format: c.Format, Compression: c.Compression,
+		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
+		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
+		PartSize: c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
+	}
+
+	if err := checkBucket(s.Bucket); err != nil {
+		bad("%v", err)
+	}
+	if err := checkPath("Prefix", s.Prefix, MaxPrefixLen); err != nil {
+		bad("%v", err)
+	}
+	if s.StagingPrefix == "" {
+		s.StagingPrefix = recoverable.DefaultStagingPrefix
+	}
+	if err := checkPath("StagingPrefix", strings.TrimSuffix(s.StagingPrefix, "/"), MaxPrefixLen); err != nil {
+		bad("%v", err)
+	} else if s.StagingPrefix == "/" {
+		bad("StagingPrefix must not be empty")
+	} else if err := checkStagingApart(s.Prefix, s.StagingPrefix); err != nil {
+		bad("%v", err)
+	}
+
+	if s.Endpoint != "" {
+		u, err := url.Parse(s.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("Endpoint %q must be an http:// or https:// URL", s.Endpoint)
+		}
+	}
+	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
+		bad("AccessKeyID and SecretAccessKey must be set together (or both left empty for the default credential chain)")
+	}
+	if s.SessionToken != "" && s.AccessKeyID == "" {
+		bad("SessionToken needs AccessKeyID and SecretAccessKey")
+	}
+	if s.MaxAttempts < 0 {
+		bad("MaxAttempts %d must not be negative", s.MaxAttempts)
+	}
+
+	if s.Format == "" {
+		s.Format = "text"
+	}
+	if _, err := lookupFormat(s.Format); err != nil {
+		bad("%v", err)
+	}
+	if s.Compression == "" {
+		s.Compression = "none"
+	}
+	if _, err := lookupCodec(s.Compression); err != nil {
+		bad("%v", err)
+	}
+
+	if s.Shards == 0 {
+		s.Shards = DefaultShards
+	}
+	if s.Shards < 1 || s.Shards > MaxShards {
+		bad("Shards %d must be in [1, %d] (0 means %d)", s.Shards, MaxShards, DefaultShards)
+	}
+	if s.MaxBatchBytes == 0 {
+		s.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	batchOK := s.MaxBatchBytes >= MinMaxBatchBytes && s.MaxBatchBytes <= MaxMaxBatchBytes
+	if !batchOK {
+		bad("MaxBatchBytes %d must be in [%d, %d]", s.MaxBatchBytes, MinMaxBatchBytes, int64(MaxMaxBatchBytes))
+	}
+	if s.MaxFileBytes == 0 {
+		s.MaxFileBytes = s.MaxBatchBytes
+	}
+	switch {
+	case s.MaxFileBytes < MinMaxFileBytes:
+		bad("MaxFileBytes %d is too small: at least %d bytes", s.MaxFileBytes, MinMaxFileBytes)
+	case batchOK && s.MaxFileBytes > s.MaxBatchBytes:
+		bad("MaxFileBytes %d exceeds MaxBatchBytes %d: a file never holds more than one batch, so raise MaxBatchBytes too", s.MaxFileBytes, s.MaxBatchBytes)
+	}
+	if s.MaxFileRecords < 0 {
+		bad("MaxFileRecords %d must not be negative (0 means no limit)", s.MaxFileRecords)
+	}
+
+	if s.CheckpointBytes == 0 {
+		s.CheckpointBytes = DefaultCheckpointBytes
+	}
+	if s.CheckpointBytes < MinCheckpointBytes {
+		bad("CheckpointBytes %d is too small: at least %d bytes", s.CheckpointBytes, MinCheckpointBytes)
+	}
+	if s.CheckpointInterval < 0 {
+		bad("CheckpointInterval %v must not be negative", s.CheckpointInterval)
+	}
+	if s.ResumeDelay == 0 {
+		s.ResumeDelay = DefaultResumeDelay
+	}
+	if s.ResumeDelay < 0 || s.ResumeDelay > time.Hour {
+		bad("ResumeDelay %v must be in (0, 1h]", s.ResumeDelay)
+	}
+
+	// The recoverable package owns the bounds of its options. A typed nil
+	// client passes its nil check; the writer is never used.
+	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
+		bad("%v", err)
+	}
+
+	if len(problems) > 0 {
+		return settings{}, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	}
+	return s, nil
+}
+
+func (s settings) streamOptions() recoverable.Options {
+	return recoverable.Options{
+		PartSize:         s.PartSize,
+		Concurrency:      s.Concurrency,
+		InlineTailMax:    s.InlineTailMax,
+		StagingPrefix:    s.StagingPrefix,
+		DisableChecksums: s.DisableChecksums,
+	}
+}
+
+// syncBytes is the spacing of sync points in a file, in record bytes: where
+// a compressed member ends and a checkpoint may be taken.
+func (s settings) syncBytes() int64 { return min(s.CheckpointBytes, 1<<20) }
+
+func checkBucket(b string) error {
+	switch {
+	case b == "":
+		return errors.New("Bucket is required")
+	case len(b) > 255:
+		return fmt.Errorf("Bucket %q is longer than 255 bytes", b)
+	case strings.ContainsAny(b, "/ \t\r\n"):
+		return fmt.Errorf("Bucket %q must be a bucket name, not a path or URL", b)
+	}
+	return nil
+}
+
+// checkPath checks a key prefix or a destination: empty, or segments joined
+// by '/' that are neither empty nor "." nor "..", in valid UTF-8 without
+// control characters.
+func checkPath(what, p string, maxLen int) error {
+	if p == "" {
+		return nil
+	}
+	switch {
+	case len(p) > maxLen:
+		return fmt.Errorf("%s is %d bytes long, at most %d allowed", what, len(p), maxLen)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("%s %q is not valid UTF-8", what, p)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%s %q must not start with '/'", what, p)
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s %q holds a control character", what, p)
+		}
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			return fmt.Errorf("%s %q has an empty segment", what, p)
+		case ".", "..":
+			return fmt.Errorf("%s %q has a %q segment", what, p, seg)
+		}
+	}
+	return nil
+}
+
+// checkStagingApart checks that the staging prefix neither holds the output
+// nor sits where the output's readers look.
+func checkStagingApart(prefix, staging string) error {
+	st := strings.TrimSuffix(staging, "/") + "/"
+	out := prefix + "/"
+	if prefix == "" {
+		out = ""
+	}
+	if strings.HasPrefix(out, st) {
+		return fmt.Errorf("Prefix %q lies under StagingPrefix %q: the sweep would delete the output", prefix, staging)
+	}
+	if !strings.HasPrefix(st, out) {
+		return nil
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(st[len(out):], "/"), "/") {
+		if strings.HasPrefix(seg, ".") || strings.HasPrefix(seg, "_") {
+			return nil
+		}
+	}
+	return fmt.Errorf("StagingPrefix %q lies under Prefix %q where the output's readers would see side objects; move it, or start one of its segments below the prefix with '.' or '_'", staging, prefix)
+}

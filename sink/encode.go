@@ -1,0 +1,133 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+)
+
+// Destination function shapes (see Config.Destination).
+const (
+	destNone = iota
+	destElem
+	destElemErr
+	destWindowElem
+	destWindowElemErr
+)
+
+var (
+	stringType = reflect.TypeFor[string]()
+	errorType  = reflect.TypeFor[error]()
+)
+
+// destinationKind checks fn against the element type and returns its shape.
+func destinationKind(fn any, elem reflect.Type) (int, error) {
+	if fn == nil {
+		return destNone, nil
+	}
+	t := reflect.TypeOf(fn)
+	if t.Kind() != reflect.Func {
+		return 0, fmt.Errorf("Destination must be a function, not a %v", t)
+	}
+	shape := "func(T) string, func(T) (string, error), func(beam.Window, T) string or func(beam.Window, T) (string, error)"
+	var in reflect.Type
+	kind := 0
+	switch t.NumIn() {
+	case 1:
+		in, kind = t.In(0), destElem
+	case 2:
+		if t.In(0) != typex.WindowType {
+			return 0, fmt.Errorf("Destination %v: its first parameter must be a beam.Window; want %s", t, shape)
+		}
+		in, kind = t.In(1), destWindowElem
+	default:
+		return 0, fmt.Errorf("Destination %v: want %s", t, shape)
+	}
+	switch {
+	case t.NumOut() == 1 && t.Out(0) == stringType:
+	case t.NumOut() == 2 && t.Out(0) == stringType && t.Out(1) == errorType:
+		kind++
+	default:
+		return 0, fmt.Errorf("Destination %v: want %s", t, shape)
+	}
+	if t.IsVariadic() {
+		return 0, fmt.Errorf("Destination %v must not be variadic", t)
+	}
+	if elem != nil && !elem.AssignableTo(in) {
+		return 0, fmt.Errorf("Destination %v takes %v, but the input's elements are %v", t, in, elem)
+	}
+	return kind, nil
+}
+
+// encodeFn formats each element as a record and keys it by its shard:
+// KV<shard key, record>. Formatting happens here so that later stages only
+// move bytes, and the shard is a hash of the record's bytes, so that equal
+// inputs shard equally.
+type encodeFn struct {
+	S        settings          `json:"s"`
+	Dest     *beam.EncodedFunc `json:"dest,omitempty"`
+	DestKind int               `json:"destKind"`
+
+	format Format
+	dest   reflectx.Func
+	buf    []byte
+}
+
+func (f *encodeFn) Setup() error {
+	format, err := lookupFormat(f.S.Format)
+	if err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	f.format = format
+	if f.Dest != nil {
+		f.dest = f.Dest.Fn
+	}
+	return nil
+}
+
+func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, elem beam.T, emit func([]byte, []byte)) error {
+	dest, err := f.destination(w, elem)
+	if err != nil {
+		return err
+	}
+	f.buf, err = f.format.Append(f.buf[:0], elem)
+	if err != nil {
+		return fmt.Errorf("s3once sink: destination %q: %w", dest, err)
+	}
+	if int64(len(f.buf)) > f.S.MaxFileBytes {
+		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.S.MaxFileBytes)
+	}
+	h := fnv.New64a()
+	h.Write(f.buf)
+	shard := int(h.Sum64() % uint64(f.S.Shards))
+	emit(shardKey(shard, dest), append([]byte(nil), f.buf...))
+	return nil
+}
+
+func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {
+	if f.dest == nil {
+		return "", nil
+	}
+	var out []any
+	switch f.DestKind {
+	case destElem, destElemErr:
+		out = f.dest.Call([]any{elem})
+	case destWindowElem, destWindowElemErr:
+		out = f.dest.Call([]any{w, elem})
+	default:
+		return "", fmt.Errorf("s3once sink: unknown destination shape %d", f.DestKind)
+	}
+	if len(out) == 2 && out[1] != nil {
+		return "", fmt.Errorf("s3once sink: Destination: %w", out[1].(error))
+	}
+	dest := out[0].(string)
+	if err := checkPath("destination", dest, MaxDestinationLen); err != nil {
+		return "", fmt.Errorf("s3once sink: Destination returned a bad path: %w", err)
+	}
+	return dest, nil
+}

@@ -1,0 +1,201 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/s3once/s3once/internal/s3test"
+)
+
+// srv is the S3 server every test of the package shares; each test has its
+// own bucket.
+var srv *s3test.Server
+
+func TestMain(m *testing.M) {
+	var err error
+	srv, err = s3test.Launch(s3test.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := ptest.MainRet(m)
+	srv.Stop()
+	os.Exit(code)
+}
+
+// testConfig points a Config at the test server.
+func testConfig(bucket, prefix string) Config {
+	return Config{
+		Bucket:          bucket,
+		Prefix:          prefix,
+		Endpoint:        srv.Endpoint(),
+		Region:          s3test.Region,
+		PathStyle:       true,
+		AccessKeyID:     s3test.AccessKey,
+		SecretAccessKey: s3test.SecretKey,
+	}
+}
+
+func testClient() *s3.Client { return srv.Client(s3test.ClientOptions{MaxAttempts: 3}) }
+
+// listKeys lists every key under prefix.
+func listKeys(t testing.TB, c *s3.Client, bucket, prefix string) []string {
+	t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("list s3://%s/%s: %v", bucket, prefix, err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// readObjects reads every object under prefix, by key.
+func readObjects(t testing.TB, c *s3.Client, bucket, prefix string) map[string][]byte {
+	t.Helper()
+	objs := map[string][]byte{}
+	for _, k := range listKeys(t, c, bucket, prefix) {
+		out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		b, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil {
+			t.Fatalf("read %s: %v", k, err)
+		}
+		objs[k] = b
+	}
+	return objs
+}
+
+// decompress undoes a file's compression, by its suffix.
+func decompress(t testing.TB, key string, b []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	switch {
+	case strings.HasSuffix(key, ".gz"):
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		r = zr
+	case strings.HasSuffix(key, ".zst"):
+		zr, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return b
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("decompress %s: %v", key, err)
+	}
+	return out
+}
+
+// lines splits a file's records (newline-terminated). A file must end with a
+// newline: a missing one means a cut-off file.
+func lines(t testing.TB, key string, b []byte) []string {
+	t.Helper()
+	if len(b) == 0 {
+		t.Fatalf("%s is empty", key)
+	}
+	if b[len(b)-1] != '\n' {
+		t.Fatalf("%s does not end with a newline (cut off?)", key)
+	}
+	return strings.Split(string(b[:len(b)-1]), "\n")
+}
+
+// checkClean checks that no upload, side object or probe is left in bucket.
+func checkClean(t testing.TB, c *s3.Client, bucket string) {
+	t.Helper()
+	out, err := c.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatalf("list uploads: %v", err)
+	}
+	if n := len(out.Uploads); n > 0 {
+		var ks []string
+		for _, u := range out.Uploads {
+			ks = append(ks, aws.ToString(u.Key))
+		}
+		t.Errorf("%d multipart uploads left: %v", n, ks)
+	}
+	if left := listKeys(t, c, bucket, ".s3once/"); len(left) > 0 {
+		t.Errorf("%d side objects left: %v", len(left), left)
+	}
+}
+
+// sameMultiset fails unless got and want hold the same strings, counted.
+func sameMultiset(t testing.TB, got, want []string) {
+	t.Helper()
+	g, w := slices.Clone(got), slices.Clone(want)
+	sort.Strings(g)
+	sort.Strings(w)
+	if len(g) != len(w) {
+		t.Fatalf("got %d records, want %d", len(g), len(w))
+	}
+	for i := range g {
+		if g[i] != w[i] {
+			t.Fatalf("records differ: first difference at sorted position %d: got %q, want %q", i, g[i], w[i])
+		}
+	}
+}
+
+func init() {
+	register.DoFn1x0[FileResult](&collectFn{})
+}
+
+// collected holds the FileResults of each test's pipeline, by test name:
+// prism runs DoFns in this process.
+var (
+	collectedMu sync.Mutex
+	collected   = map[string][]FileResult{}
+)
+
+type collectFn struct{ ID string }
+
+func (f *collectFn) ProcessElement(r FileResult) {
+	collectedMu.Lock()
+	defer collectedMu.Unlock()
+	collected[f.ID] = append(collected[f.ID], r)
+}
+
+// collect gathers results under t's name; results returns them.
+func collect(t testing.TB, s beam.Scope, col beam.PCollection) {
+	collectedMu.Lock()
+	delete(collected, t.Name())
+	collectedMu.Unlock()
+	beam.ParDo0(s, &collectFn{ID: t.Name()}, col)
+}
+
+func results(t testing.TB) []FileResult {
+	collectedMu.Lock()
+	defer collectedMu.Unlock()
+	return slices.Clone(collected[t.Name()])
+}

@@ -1,0 +1,112 @@
+package sink
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/s3once/s3once/coder"
+)
+
+// restriction is the writer's restriction: the records [Start, End) of its
+// batch that are still to be written, and where the file they go into stands.
+//
+// When Token is nil, record Start begins file FileIndex. Otherwise file
+// FileIndex is open: Token is its encoded resume token
+// (coder.EncodeResume), and FileRecords records making FileBytes record bytes
+// are in it already; record Start is its next one. A token is only ever taken
+// where a compressed member ends (a sync point), so the file's bytes are
+// complete streams up to the token.
+type restriction struct {
+	Start, End  int64
+	FileIndex   int
+	FileRecords int64
+	FileBytes   int64
+	Token       []byte
+}
+
+func (r restriction) String() string {
+	return fmt.Sprintf("records [%d, %d) file %d (%d records, %d bytes, token %d bytes)", r.Start, r.End, r.FileIndex, r.FileRecords, r.FileBytes, len(r.Token))
+}
+
+// validate checks the restriction's own consistency.
+func (r restriction) validate() error {
+	switch {
+	case r.Start < 0 || r.End < r.Start:
+		return fmt.Errorf("bad record range [%d, %d)", r.Start, r.End)
+	case r.FileIndex < 0:
+		return fmt.Errorf("negative file index %d", r.FileIndex)
+	case r.FileRecords < 0 || r.FileBytes < 0:
+		return fmt.Errorf("negative file size (%d records, %d bytes)", r.FileRecords, r.FileBytes)
+	case r.Token == nil && (r.FileRecords != 0 || r.FileBytes != 0):
+		return fmt.Errorf("no open file, yet %d records and %d bytes in it", r.FileRecords, r.FileBytes)
+	case r.Token != nil && r.FileRecords == 0:
+		return errors.New("an open file without records")
+	}
+	return nil
+}
+
+// The restriction's encoding is a frame of the coder package (magic "S3WR",
+// version 1) around: Start, End, FileIndex, FileRecords, FileBytes as minimal
+// uvarints, then the token's length (uvarint; 0 for none) and bytes. A token,
+// when present, must itself decode (coder.DecodeResume).
+var restrictionMagic = [4]byte{'S', '3', 'W', 'R'}
+
+const restrictionVersion byte = 1
+
+// errRestrictionEncoding is wrapped by every restriction decoding error.
+var errRestrictionEncoding = errors.New("s3once sink: malformed restriction encoding")
+
+func encodeRestriction(r restriction) ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("s3once sink: cannot encode restriction: %w", err)
+	}
+	p := make([]byte, 0, 5*binary.MaxVarintLen64+binary.MaxVarintLen32+len(r.Token))
+	p = binary.AppendUvarint(p, uint64(r.Start))
+	p = binary.AppendUvarint(p, uint64(r.End))
+	p = binary.AppendUvarint(p, uint64(r.FileIndex))
+	p = binary.AppendUvarint(p, uint64(r.FileRecords))
+	p = binary.AppendUvarint(p, uint64(r.FileBytes))
+	p = binary.AppendUvarint(p, uint64(len(r.Token)))
+	p = append(p, r.Token...)
+	b, err := coder.Frame(restrictionMagic, restrictionVersion, p)
+	if err != nil {
+		return nil, fmt.Errorf("s3once sink: cannot encode restriction: %w", err)
+	}
+	return b, nil
+}
+
+// decodeRestriction decodes what encodeRestriction wrote. The result does not
+// alias data.
+func decodeRestriction(data []byte) (restriction, error) {
+	_, p, err := coder.Unframe(restrictionMagic, restrictionVersion, data)
+	if err != nil {
+		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
+	}
+	fr := fieldReader{b: p}
+	var r restriction
+	r.Start = int64(fr.uvarint(math.MaxInt64))
+	r.End = int64(fr.uvarint(math.MaxInt64))
+	r.FileIndex = int(fr.uvarint(math.MaxInt32))
+	r.FileRecords = int64(fr.uvarint(math.MaxInt64))
+	r.FileBytes = int64(fr.uvarint(math.MaxInt64))
+	n := fr.uvarint(uint64(len(fr.b)))
+	tok := fr.take(int(n))
+	if fr.err != nil {
+		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, fr.err)
+	}
+	if len(fr.b) != 0 {
+		return restriction{}, fmt.Errorf("%w: %d unexpected bytes after the token", errRestrictionEncoding, len(fr.b))
+	}
+	if n > 0 {
+		if _, err := coder.DecodeResume(tok); err != nil {
+			return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
+		}
+		r.Token = append([]byte(nil), tok...)
+	}
+	if err := r.validate(); err != nil {
+		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
+	}
+	return r, nil
+}

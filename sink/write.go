@@ -1,0 +1,115 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+func init() {
+	register.DoFn4x1[context.Context, beam.Window, beam.T, func([]byte, []byte), error](&encodeFn{})
+	register.Emitter2[[]byte, []byte]()
+	register.DoFn6x1[context.Context, beam.PaneInfo, beam.Window, []byte, func(*[]byte) bool, func(batch), error](&batchFn{})
+	register.Iter1[[]byte]()
+	register.Emitter1[batch]()
+	register.DoFn5x2[context.Context, beam.BundleFinalization, *sdf.LockRTracker, batch, func(pendingFile), sdf.ProcessContinuation, error](&writeFilesFn{})
+	register.Emitter1[pendingFile]()
+	register.DoFn3x1[context.Context, pendingFile, func(FileResult), error](&commitFn{})
+	register.Emitter1[FileResult]()
+
+	beam.RegisterType(reflect.TypeFor[FileResult]())
+	beam.RegisterType(reflect.TypeFor[pendingFile]())
+	beam.RegisterCoder(reflect.TypeFor[batch](), encodeBatch, decodeBatch)
+	beam.RegisterCoder(reflect.TypeFor[restriction](), encodeRestriction, decodeRestriction)
+}
+
+// Write writes the elements of col to S3, exactly once, and returns a
+// PCollection<FileResult> with one element per committed file. It panics if
+// the configuration or the input is not valid, with TryWrite's message, the
+// way beam.ParDo and the other construction functions of Beam do.
+func Write(s beam.Scope, col beam.PCollection, cfg Config) beam.PCollection {
+	return beam.Must(TryWrite(s, col, cfg))
+}
+
+// TryWrite is Write that returns an error instead of panicking. The error
+// wraps ErrInvalidConfig when the configuration does not fit (Validate's
+// problems, a Format that cannot encode col's element type, a Destination of
+// the wrong type or that Beam cannot serialise).
+func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection, error) {
+	st, err := cfg.settings()
+	if err != nil {
+		return beam.PCollection{}, err
+	}
+	if !s.IsValid() {
+		return beam.PCollection{}, errors.New("s3once sink: invalid scope")
+	}
+	if !col.IsValid() {
+		return beam.PCollection{}, errors.New("s3once sink: invalid input PCollection")
+	}
+	if typex.IsKV(col.Type()) || typex.IsCoGBK(col.Type()) {
+		return beam.PCollection{}, fmt.Errorf("%w: the input holds %v; Write takes single values (format the key into the value first)", ErrInvalidConfig, col.Type())
+	}
+	elemT := col.Type().Type()
+	format, err := lookupFormat(st.Format)
+	if err != nil {
+		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if tc, ok := format.(TypeChecker); ok {
+		if err := tc.CheckType(elemT); err != nil {
+			return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	kind, err := destinationKind(cfg.Destination, elemT)
+	if err != nil {
+		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	enc := &encodeFn{S: st, DestKind: kind}
+	if cfg.Destination != nil {
+		ef := &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.Destination)}
+		if _, err := json.Marshal(ef); err != nil {
+			return beam.PCollection{}, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
+		}
+		enc.Dest = ef
+	}
+
+	s = s.Scope("s3once.Write")
+	keyed, err := single(beam.TryParDo(s.Scope("Encode"), enc, col))
+	if err != nil {
+		return beam.PCollection{}, err
+	}
+	grouped, err := beam.TryGroupByKey(s.Scope("Group"), keyed)
+	if err != nil {
+		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
+	}
+	batches, err := single(beam.TryParDo(s.Scope("Batch"), &batchFn{S: st}, grouped))
+	if err != nil {
+		return beam.PCollection{}, err
+	}
+	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), &writeFilesFn{S: st}, batches))
+	if err != nil {
+		return beam.PCollection{}, err
+	}
+	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
+	if err != nil {
+		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
+	}
+	return single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st}, shuffled))
+}
+
+func single(cols []beam.PCollection, err error) (beam.PCollection, error) {
+	if err != nil {
+		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
+	}
+	if len(cols) != 1 {
+		return beam.PCollection{}, fmt.Errorf("s3once sink: internal: %d outputs, want 1", len(cols))
+	}
+	return cols[0], nil
+}

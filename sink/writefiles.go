@@ -1,0 +1,403 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+
+	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// s3API is what the writer and the committer call; *s3.Client satisfies it.
+type s3API interface {
+	recoverable.S3
+	committer.S3
+}
+
+// How long the runner keeps a finalization callback, and how long the
+// callback's commit may take.
+const (
+	finalizeExpiry  = 10 * time.Minute
+	finalizeTimeout = 2 * time.Minute
+)
+
+// pendingFile is a closed file waiting for its commit: its encoded commit
+// token (coder.EncodeCommit) and what the commit stage reports once it is
+// committed.
+type pendingFile struct {
+	Commit []byte
+	Result FileResult
+}
+
+// writeFilesFn writes each batch as one or more files. It is a splittable
+// DoFn whose restriction (see restriction) is the records left to write and
+// the open file's resume token, and it finalizes bundles: every file it
+// closes is committed by a bundle-finalization callback (the fast path) and
+// also emitted, for the commit stage downstream (the guarantee).
+type writeFilesFn struct {
+	S settings `json:"s"`
+
+	writer    *recoverable.Writer
+	committer *committer.Committer
+	format    Format
+	codec     Codec
+	header    []byte
+	ext       string
+	oo        recoverable.ObjectOptions
+	comp      io.WriteCloser // reused between compressed members
+}
+
+func (f *writeFilesFn) Setup(ctx context.Context) error {
+	client, err := f.S.newClient(ctx)
+	if err != nil {
+		return err
+	}
+	return f.init(client)
+}
+
+// init readies the DoFn over client; tests call it with their own.
+func (f *writeFilesFn) init(client s3API) error {
+	var err error
+	if f.writer, err = recoverable.NewWriter(client, f.S.streamOptions()); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	if f.committer, err = committer.New(client, committer.Options{}); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	if f.format, err = lookupFormat(f.S.Format); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	if f.codec, err = lookupCodec(f.S.Compression); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	if h, ok := f.format.(FileHeader); ok {
+		f.header = h.FileHeader()
+	}
+	f.ext = f.format.Extension() + f.codec.Extension()
+	f.oo = recoverable.ObjectOptions{ContentType: f.format.ContentType()}
+	if ct := f.codec.ContentType(); ct != "" {
+		f.oo.ContentType = ct
+	}
+	return nil
+}
+
+func (f *writeFilesFn) CreateInitialRestriction(b batch) restriction {
+	return restriction{End: int64(len(b.Lines))}
+}
+
+// SplitRestriction keeps each batch whole: its files are written in order by
+// one worker, so that where files roll depends on the records alone.
+func (f *writeFilesFn) SplitRestriction(_ batch, r restriction) []restriction {
+	return []restriction{r}
+}
+
+// RestrictionSize is the number of records left.
+func (f *writeFilesFn) RestrictionSize(_ batch, r restriction) float64 {
+	return float64(r.End - r.Start)
+}
+
+func (f *writeFilesFn) CreateTracker(r restriction) *sdf.LockRTracker {
+	return sdf.NewLockRTracker(newTracker(r))
+}
+
+// ProcessElement writes the records of the restriction, in order. A file
+// rolls before a record that would take it past MaxFileBytes, or when it
+// holds MaxFileRecords. Every min(CheckpointBytes, 1 MiB) of records in a
+// file is a sync point (the compressed member ends there), and so is every
+// file's end; at a sync point, once CheckpointBytes of records (or
+// CheckpointInterval) have passed since this call began, the writer makes
+// the open file durable (persist), arms the tracker with the residual and
+// returns a resume: the runner checkpoints the residual and hands it back
+// later, perhaps to another worker.
+func (f *writeFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+	rest, ok := rt.GetRestriction().(restriction)
+	if !ok {
+		return sdf.StopProcessing(), fmt.Errorf("s3once sink: unexpected restriction %T", rt.GetRestriction())
+	}
+	if err := rest.validate(); err != nil {
+		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
+	}
+	if rest.End > int64(len(b.Lines)) {
+		return sdf.StopProcessing(), fmt.Errorf("s3once sink: restriction %v exceeds the batch's %d records", rest, len(b.Lines))
+	}
+	w := &fileWriter{fn: f, ctx: ctx, b: &b, bf: bf, emit: emit,
+		index: rest.FileIndex, records: rest.FileRecords, bytes: rest.FileBytes}
+	defer w.dispose()
+	if rest.Token != nil {
+		if err := w.recover(rest.Token); err != nil {
+			return sdf.StopProcessing(), err
+		}
+	}
+
+	began := time.Now()
+	var written int64 // record bytes written by this call
+	sync := f.S.syncBytes()
+	for i := rest.Start; rt.TryClaim(i); i++ {
+		line := b.Lines[i]
+		if err := w.write(line); err != nil {
+			return sdf.StopProcessing(), err
+		}
+		written += int64(len(line))
+		next := i + 1
+		if next == rest.End {
+			break
+		}
+		switch {
+		case w.full(b.Lines[next]):
+			if err := w.close(); err != nil {
+				return sdf.StopProcessing(), err
+			}
+		case w.seg >= sync:
+			if err := w.endMember(); err != nil {
+				return sdf.StopProcessing(), err
+			}
+		default:
+			continue
+		}
+		// A sync point: checkpoint here?
+		due := written >= f.S.CheckpointBytes ||
+			(f.S.CheckpointInterval > 0 && time.Since(began) >= f.S.CheckpointInterval)
+		if !due {
+			continue
+		}
+		residual, err := w.checkpoint(next, rest.End)
+		if err != nil {
+			return sdf.StopProcessing(), err
+		}
+		if err := armTracker(rt, residual); err != nil {
+			return sdf.StopProcessing(), err
+		}
+		return sdf.ResumeProcessingIn(f.S.ResumeDelay), nil
+	}
+	if err := rt.GetError(); err != nil {
+		return sdf.StopProcessing(), err
+	}
+	if w.stream != nil {
+		if err := w.close(); err != nil {
+			return sdf.StopProcessing(), err
+		}
+	}
+	return sdf.StopProcessing(), nil
+}
+
+// fileWriter is one ProcessElement call's view of the file being written.
+type fileWriter struct {
+	fn   *writeFilesFn
+	ctx  context.Context
+	b    *batch
+	bf   beam.BundleFinalization
+	emit func(pendingFile)
+
+	index   int   // the file's index in the batch
+	records int64 // records in the file
+	bytes   int64 // record bytes in the file
+	seg     int64 // record bytes since the last sync point
+
+	stream *recoverable.Stream // nil when no file is open
+	member io.WriteCloser      // the open compressed member, or nil
+}
+
+func (w *fileWriter) key() string { return fileKey(w.fn.S, w.fn.ext, w.b, w.index) }
+
+// fail names the file in err.
+func (w *fileWriter) fail(what string, err error) error {
+	return fmt.Errorf("s3once sink: %s s3://%s/%s: %w", what, w.fn.S.Bucket, w.key(), err)
+}
+
+// full reports whether the file must roll before next.
+func (w *fileWriter) full(next []byte) bool {
+	if w.stream == nil {
+		return false
+	}
+	s := w.fn.S
+	return (s.MaxFileRecords > 0 && w.records >= s.MaxFileRecords) || w.bytes+int64(len(next)) > s.MaxFileBytes
+}
+
+// write appends a record to the file, opening the file first if needed.
+func (w *fileWriter) write(line []byte) error {
+	if w.stream == nil {
+		if err := w.open(); err != nil {
+			return err
+		}
+	}
+	if w.member == nil {
+		if err := w.beginMember(); err != nil {
+			return err
+		}
+	}
+	if _, err := w.member.Write(line); err != nil {
+		return w.fail("write", err)
+	}
+	n := int64(len(line))
+	w.records++
+	w.bytes += n
+	w.seg += n
+	return nil
+}
+
+func (w *fileWriter) open() error {
+	key := w.key()
+	if err := checkKey(w.fn.S, key); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	st, err := w.fn.writer.Open(w.ctx, w.fn.S.Bucket, key, w.fn.oo)
+	if err != nil {
+		return w.fail("open", err)
+	}
+	w.stream = st
+	w.records, w.bytes, w.seg = 0, 0, 0
+	if len(w.fn.header) > 0 {
+		if err := w.beginMember(); err != nil {
+			return err
+		}
+		if _, err := w.member.Write(w.fn.header); err != nil {
+			return w.fail("write header", err)
+		}
+	}
+	return nil
+}
+
+// recover reopens the file a token describes.
+func (w *fileWriter) recover(token []byte) error {
+	rr, err := coder.DecodeResume(token)
+	if err != nil {
+		return w.fail("decode resume token", err)
+	}
+	if key := w.key(); rr.Bucket != w.fn.S.Bucket || rr.Key != key {
+		return w.fail("recover", fmt.Errorf("the resume token is for s3://%s/%s", rr.Bucket, rr.Key))
+	}
+	st, err := w.fn.writer.Recover(w.ctx, rr)
+	if err != nil {
+		return w.fail("recover", err)
+	}
+	w.stream = st
+	if rr.Tail.Len > 0 {
+		metricTailsRecovered.Inc(w.ctx, 1)
+	}
+	return nil
+}
+
+func (w *fileWriter) beginMember() error {
+	if r, ok := w.fn.comp.(interface{ Reset(io.Writer) }); ok {
+		r.Reset(w.stream)
+		w.member = w.fn.comp
+		return nil
+	}
+	c, err := w.fn.codec.NewWriter(w.stream)
+	if err != nil {
+		return w.fail("start compression", err)
+	}
+	w.fn.comp, w.member = c, c
+	return nil
+}
+
+// endMember ends the compressed member at a sync point.
+func (w *fileWriter) endMember() error {
+	w.seg = 0
+	if w.member == nil {
+		return nil
+	}
+	m := w.member
+	w.member = nil
+	if err := m.Close(); err != nil {
+		w.fn.comp = nil // its state is unknown
+		return w.fail("end compressed member", err)
+	}
+	return nil
+}
+
+// checkpoint makes the open file durable and returns the residual that
+// resumes at record next.
+func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
+	r := restriction{Start: next, End: end, FileIndex: w.index}
+	if w.stream == nil {
+		return r, nil
+	}
+	rr, err := w.stream.Persist(w.ctx)
+	if err != nil {
+		return r, w.fail("persist", err)
+	}
+	metricPersists.Inc(w.ctx, 1)
+	if r.Token, err = coder.EncodeResume(rr); err != nil {
+		return r, w.fail("encode resume token", err)
+	}
+	r.FileRecords, r.FileBytes = w.records, w.bytes
+	return r, nil
+}
+
+// close ends the file: its last part is uploaded, its commit token emitted
+// for the commit stage, and a finalization callback commits it as soon as the
+// runner has made the bundle's output durable.
+func (w *fileWriter) close() error {
+	if err := w.endMember(); err != nil {
+		return err
+	}
+	key := w.key()
+	cr, err := w.stream.CloseForCommit(w.ctx)
+	if err != nil {
+		return w.fail("close", err)
+	}
+	_ = w.stream.Dispose(w.ctx) // frees buffers; a closed stream aborts nothing
+	w.stream = nil
+	enc, err := coder.EncodeCommit(cr)
+	if err != nil {
+		return w.fail("encode commit token", err)
+	}
+	res := FileResult{
+		Bucket: cr.Bucket, Key: key, Bytes: cr.Size(), Records: w.records,
+		Window: w.b.Window, Destination: w.b.Destination, Shard: w.b.Shard,
+		FileIndex: w.index, Pane: w.b.Pane,
+	}
+	w.emit(pendingFile{Commit: enc, Result: res})
+	w.fn.registerCommit(w.bf, cr)
+
+	metricFilesClosed.Inc(w.ctx, 1)
+	metricRecords.Inc(w.ctx, w.records)
+	metricBytes.Inc(w.ctx, cr.Size())
+	metricParts.Inc(w.ctx, int64(cr.Parts.Count))
+
+	w.index++
+	w.records, w.bytes, w.seg = 0, 0, 0
+	return nil
+}
+
+// registerCommit asks the runner to commit cr once the bundle is durable. The
+// callback never fails: prism stops the whole job when one does, and the
+// commit stage commits the file anyway.
+func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable.CommitRecoverable) {
+	if bf == nil {
+		return
+	}
+	c := f.committer
+	bf.RegisterCallback(finalizeExpiry, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), finalizeTimeout)
+		defer cancel()
+		if _, err := c.Commit(ctx, cr); err != nil {
+			log.Warnf(ctx, "s3once sink: commit at bundle finalization failed; the commit stage will commit s3://%s/%s: %v", cr.Bucket, cr.Key, err)
+		}
+		return nil
+	})
+}
+
+// dispose releases a file left open (after a checkpoint or a failure). A
+// persisted upload is kept for the residual; one never persisted is aborted.
+func (w *fileWriter) dispose() {
+	if w.member != nil {
+		w.fn.comp = nil // half-written: never reuse
+		w.member = nil
+	}
+	if w.stream == nil {
+		return
+	}
+	if err := w.stream.Dispose(context.WithoutCancel(w.ctx)); err != nil {
+		log.Warnf(w.ctx, "s3once sink: %v", err)
+	}
+	w.stream = nil
+}
