@@ -123,7 +123,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			// Servers answer 200 without having made the object: look.
 			f, lerr := c.lookup(ctx, cr)
 			if lerr != nil {
-				return res, fail(op, cr, fmt.Errorf("confirm completion: %w", lerr), hintUnconfirm)
+				return res, fail(op, cr, fmt.Errorf("confirm completion: %w", lerr), hintUnverified)
 			}
 			if f.exists {
 				return c.settle(ctx, op, cr, res, f, true)
@@ -136,7 +136,9 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				return res, fail(op, cr, lerr, "")
 			}
 			if f.exists {
-				return c.settle(ctx, op, cr, res, f, ambiguous)
+				// The upload was listed just before, so this completion was
+				// refused: whatever is at the key came from elsewhere.
+				return c.settle(ctx, op, cr, res, f, false)
 			}
 			// The object went away between the two calls; try again.
 			last = err
@@ -145,7 +147,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 		case isConflict(err):
 			f, lerr := c.lookup(ctx, cr)
 			if lerr == nil && f.matches(cr) {
-				return c.settle(ctx, op, cr, res, f, ambiguous)
+				return c.settle(ctx, op, cr, res, f, false)
 			}
 			_, aerr := c.abortUpload(ctx, cr)
 			return res, fail(op, cr, joinCleanup(fmt.Errorf("%w: %w", ErrConflict, err), aerr), hintConflict)
@@ -167,21 +169,47 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 }
 
 // settle decides on an object found at the key. mine says a completion of
-// this call may have made it.
+// this call was acknowledged.
 func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool) (Result, error) {
 	if !f.matches(cr) {
 		_, aerr := c.abortUpload(ctx, cr)
 		err := fmt.Errorf("%w: the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
 		return res, fail(op, cr, joinCleanup(err, aerr), hintKeyTaken)
 	}
+	var warns []error
+	if mine {
+		// Servers acknowledge completions they did not carry out when an
+		// object is already at the key; then our upload is still open.
+		open, err := c.uploadOpen(ctx, cr)
+		if err != nil {
+			warns = append(warns, fmt.Errorf("check that the upload is gone: %w", err))
+		}
+		mine = !open
+	}
 	if mine {
 		res.Created = true
 	} else {
 		res.AlreadyCommitted = true
 	}
-	// When another upload made the object, ours is still there: discard it.
-	// When the object is ours, the upload is gone and the abort finds nothing.
-	return c.succeed(ctx, op, cr, res, f, !mine)
+	// When another upload made the object, ours is left over: discard it.
+	return c.succeed(ctx, op, cr, res, f, !mine, warns)
+}
+
+// uploadOpen tells whether the token's upload still exists.
+func (c *Committer) uploadOpen(ctx context.Context, cr recoverable.CommitRecoverable) (bool, error) {
+	_, err := call(ctx, c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
+		return c.client.ListParts(ctx, &s3.ListPartsInput{
+			Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID), MaxParts: aws.Int32(1),
+		})
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case recoverable.IsNoSuchUpload(err):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // uploadGone decides when the upload no longer exists: it was completed (by
@@ -202,7 +230,7 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 			} else {
 				res.AlreadyCommitted = true
 			}
-			return c.succeed(ctx, op, cr, res, f, false)
+			return c.succeed(ctx, op, cr, res, f, false, nil)
 		}
 		if n >= c.opts.MaxAttempts {
 			break
@@ -216,12 +244,11 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 }
 
 // succeed tidies up after a verified commit.
-func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, abort bool) (Result, error) {
+func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, abort bool, warns []error) (Result, error) {
 	res.ETag = f.etag
 	res.ReadBack = f.readBack
 	cctx, cancel := c.cleanupContext(ctx)
 	defer cancel()
-	var warns []error
 	if abort {
 		aborted, err := c.abortUpload(cctx, cr)
 		res.UploadAborted = aborted
@@ -302,7 +329,8 @@ type partLister struct {
 }
 
 func (l *partLister) ListParts(ctx context.Context, in *s3.ListPartsInput, opts ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
-	out, err := call(ctx, l.c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
+	// VerifyParts says what it was doing; say only how it went.
+	out, err := call(ctx, l.c, "", func(ctx context.Context) (*s3.ListPartsOutput, error) {
 		return l.c.client.ListParts(ctx, in, opts...)
 	})
 	if err != nil {

@@ -195,3 +195,5 @@ func checkResult(t *testing.T, res committer.Result, cr recoverable.CommitRecove
 }
 
 func key(name string, i int) string { return fmt.Sprintf("out/%s-%03d", name, i) }
+
+func (e *env) clientOpts() s3test.ClientOptions { return s3test.ClientOptions{MaxAttempts: 1} }

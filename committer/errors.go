@@ -32,12 +32,13 @@ var (
 
 // Hints for the operator.
 const (
-	hintConflict  = "another writer completed an object at this key at the same moment; write the file again with a new upload (the commit will then find the winner and compare)"
-	hintKeyTaken  = "the object at the key was written by another run or tool with different content; the pipeline is not deterministic for this file, or the key is reused: inspect both, delete the wrong one, and rerun"
-	hintDataLost  = "the upload expired or was aborted (lifecycle rule, sweep, or another tool) before anyone committed it; rewrite the file from the source, and make sure sweep cutoffs and lifecycle rules exceed file lifetime plus checkpoint retention"
-	hintUnconfirm = "the server says the upload was completed but does not serve the object; check the server's health and logs, then run CommitAfterRecovery again with the same token"
-	hintCondWrite = "use a server that supports conditional writes (If-None-Match on PutObject and CompleteMultipartUpload), or set AllowUnconditional if a single writer per key is guaranteed some other way"
-	hintMismatch  = "the server rejected the completion as inconsistent with the token (checksum or size); the parts may have been altered: rewrite the file from the source"
+	hintConflict   = "another writer completed an object at this key at the same moment; write the file again with a new upload (the commit will then find the winner and compare)"
+	hintKeyTaken   = "the object at the key was written by another run or tool with different content; the pipeline is not deterministic for this file, or the key is reused: inspect both, delete the wrong one, and rerun"
+	hintDataLost   = "the upload expired or was aborted (lifecycle rule, sweep, or another tool) before anyone committed it; rewrite the file from the source, and make sure sweep cutoffs and lifecycle rules exceed file lifetime plus checkpoint retention"
+	hintUnconfirm  = "the server says the upload was completed but does not serve the object; check the server's health and logs, then run CommitAfterRecovery again with the same token"
+	hintUnverified = "the server acknowledged the completion but the object could not be checked; run CommitAfterRecovery again with the same token"
+	hintCondWrite  = "use a server that supports conditional writes (If-None-Match on PutObject and CompleteMultipartUpload), or set AllowUnconditional if a single writer per key is guaranteed some other way"
+	hintMismatch   = "the server rejected the completion as inconsistent with the token (checksum or size); the parts may have been altered: rewrite the file from the source"
 )
 
 // fail wraps err into a *recoverable.Error for cr, unless it already is one.

@@ -95,7 +95,7 @@ func (c *Committer) sleep(ctx context.Context, n int) error {
 
 // call runs fn with retries: up to MaxAttempts tries, each bounded by
 // CallTimeout, with backoff between them, while ctx lasts. It returns the last
-// error, annotated with what was tried.
+// error, annotated with what (when not empty).
 func call[O any](ctx context.Context, c *Committer, what string, fn func(context.Context) (O, error)) (O, error) {
 	var zero O
 	for n := 1; ; n++ {
@@ -104,15 +104,23 @@ func call[O any](ctx context.Context, c *Committer, what string, fn func(context
 			return out, nil
 		}
 		if !IsRetryable(err) || ctx.Err() != nil {
-			return zero, fmt.Errorf("%s: %w", what, err)
+			return zero, annotate(what, err)
 		}
 		if n >= c.opts.MaxAttempts {
-			return zero, fmt.Errorf("%s: giving up after %d attempts: %w", what, n, err)
+			return zero, annotate(what, fmt.Errorf("giving up after %d attempts: %w", n, err))
 		}
 		if serr := c.sleep(ctx, n); serr != nil {
-			return zero, fmt.Errorf("%s: %w (while waiting to retry after: %w)", what, serr, err)
+			return zero, annotate(what, fmt.Errorf("%w (while waiting to retry after: %w)", serr, err))
 		}
 	}
+}
+
+// annotate prefixes err with what was being done, if anything is said.
+func annotate(what string, err error) error {
+	if what == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // once runs fn a single time under the per-call timeout.
