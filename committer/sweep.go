@@ -19,6 +19,11 @@ import (
 // to exceed file lifetime plus checkpoint retention.
 const shortCutoff = time.Hour
 
+// clockSlack is how far an explicit cutoff may lie past the server's Date:
+// the header has one-second resolution, and some servers (versitygw) refresh
+// it only once a second, so it can trail the LastModified of a fresh object.
+const clockSlack = 2 * time.Second
+
 // maxReportedFailures bounds the failures a sweep's error lists one by one.
 const maxReportedFailures = 10
 
@@ -45,7 +50,7 @@ type SweepOptions struct {
 	OlderThan time.Duration
 	// Cutoff, when set, replaces "server time now - OlderThan": whatever was
 	// initiated or modified strictly before it is stale. It must not lie after
-	// the server's present time.
+	// the server's present time (give or take the Date header's 1s grain).
 	Cutoff time.Time
 	// DryRun lists and measures what would be removed, and removes nothing.
 	DryRun bool
@@ -121,7 +126,7 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 	rep.ClockSkew = now.Sub(time.Now()).Round(time.Second)
 	rep.Cutoff = now.Add(-so.OlderThan)
 	if !so.Cutoff.IsZero() {
-		if so.Cutoff.After(now) {
+		if so.Cutoff.After(now.Add(clockSlack)) {
 			return rep, fmt.Errorf("%s: %w: cutoff %s lies after the server's time %s; it would remove files being written", where, recoverable.ErrInvalidOptions, so.Cutoff.Format(time.RFC3339), now.Format(time.RFC3339))
 		}
 		rep.Cutoff = so.Cutoff
