@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/recoverable"
+)
+
+const sweepUsage = `Usage: s3once sweep --bucket B --prefix P --older-than AGE [flags]
+
+Aborts the multipart uploads under --prefix that were initiated more than
+--older-than ago, and deletes the side objects under --staging-prefix last
+modified more than --older-than ago. Younger things are never touched. Ages
+are measured by the S3 server's clock, not this machine's.
+
+AGE must exceed the longest time a file may stay open (until it is
+committed) plus the longest time a checkpoint is retained: a sweep destroys
+what such a checkpoint still references. Use --dry-run first.
+
+Prints a summary (or --json) on stdout, warnings and a progress line on
+stderr. Exit codes: 0 success, 1 the sweep failed in whole or in part,
+2 usage error.
+
+Examples:
+  s3once sweep --bucket data --prefix events/ --older-than 7d --dry-run
+  s3once sweep --bucket data --prefix events/ --older-than 7d \
+      --endpoint http://minio:9000 --path-style
+`
+
+func sweepCmd(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet("sweep", sweepUsage)
+	var (
+		bucket      = fs.String("bucket", "", "bucket to sweep (required)")
+		prefix      = fs.String("prefix", "", "the sink's output prefix: uploads under it are swept (required)")
+		wholeBucket = fs.Bool("whole-bucket", false, "allow an empty --prefix: sweep every upload in the bucket (only for buckets the sink owns)")
+		staging     = fs.String("staging-prefix", recoverable.DefaultStagingPrefix, "prefix of the side objects")
+		olderThan   age
+		dryRun      = fs.Bool("dry-run", false, "report what would be removed, remove nothing")
+		asJSON      = fs.Bool("json", false, "print the report as JSON")
+		quiet       = fs.Bool("quiet", false, "no progress line")
+		concurrency = fs.Int("concurrency", committer.DefaultSweepConcurrency, "uploads inspected and aborted at once")
+		attempts    = fs.Int("max-attempts", 3, "tries per S3 call on retryable errors (on top of the SDK's own)")
+		cf          clientFlags
+	)
+	fs.Var(&olderThan, "older-than", "minimum age of what is removed: a duration (36h) or days (7d) (required)")
+	cf.register(fs)
+	if err := parse(fs, args, e.stdout); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected arguments %q", fs.Args())
+	case *bucket == "":
+		return usagef("--bucket is required")
+	case *prefix == "" && !*wholeBucket:
+		return usagef("--prefix is required (an empty prefix would sweep other applications' uploads; add --whole-bucket if the sink owns the bucket)")
+	case olderThan.d <= 0:
+		return usagef("--older-than is required")
+	case *concurrency < 1 || *concurrency > 256:
+		return usagef("--concurrency must be in [1, 256]")
+	case *attempts < 1 || *attempts > 100:
+		return usagef("--max-attempts must be in [1, 100]")
+	}
+	client, err := cf.client(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	prog := newProgress(e.stderr, *quiet || *asJSON && !isTerminal(e.stderr))
+	rep, err := c.Sweep(ctx, committer.SweepOptions{
+		Bucket: *bucket, Prefix: *prefix, WholeBucket: *wholeBucket, StagingPrefix: *staging,
+		OlderThan: olderThan.d, DryRun: *dryRun, Progress: prog.update,
+	})
+	prog.done()
+	if errors.Is(err, recoverable.ErrInvalidOptions) {
+		return usagef("%v", err)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	if !rep.ServerNow.IsZero() {
+		if *asJSON {
+			if jerr := writeJSON(e.stdout, sweepJSON(rep, olderThan.d)); jerr != nil && err == nil {
+				err = jerr
+			}
+		} else {
+			printSweep(e.stdout, rep, olderThan.d)
+		}
+	}
+	return err
+}
+
+// printSweep writes the human summary.
+func printSweep(w io.Writer, rep committer.SweepReport, olderThan time.Duration) {
+	mode := ""
+	removed, aborted, deleted := "removed", "aborted", "deleted"
+	if rep.DryRun {
+		mode = " (dry run: nothing was changed)"
+		removed, aborted, deleted = "would remove", "would abort", "would delete"
+	}
+	fmt.Fprintf(w, "s3once sweep s3://%s/%s%s\n", rep.Bucket, rep.Prefix, mode)
+	fmt.Fprintf(w, "  server time   %s (this machine's clock is off by %v)\n", rep.ServerNow.UTC().Format(time.RFC3339), -rep.ClockSkew)
+	fmt.Fprintf(w, "  cutoff        %s (older than %v)\n", rep.Cutoff.UTC().Format(time.RFC3339), olderThan)
+	line := func(what, verb string, n committer.SweepCounts) {
+		fmt.Fprintf(w, "  %-13s %d scanned, %d stale (%s), %s %d, kept %d, failed %d\n",
+			what, n.Scanned, n.Stale, humanBytes(n.Bytes), verb, n.Removed, n.Kept, n.Failed)
+	}
+	line("uploads", aborted, rep.Uploads)
+	line("side objects", deleted, rep.SideObjects)
+	if rep.DryRun {
+		fmt.Fprintf(w, "  total         %s %d uploads and %d side objects, %s\n", removed,
+			rep.Uploads.Stale, rep.SideObjects.Stale, humanBytes(rep.Uploads.Bytes+rep.SideObjects.Bytes))
+	} else {
+		fmt.Fprintf(w, "  total         %s %d uploads and %d side objects, %s\n", removed,
+			rep.Uploads.Removed, rep.SideObjects.Removed, humanBytes(rep.Uploads.Bytes+rep.SideObjects.Bytes))
+	}
+}
+
+// sweepReportJSON is the --json form of a sweep report; its field names are
+// part of the tool's interface.
+type sweepReportJSON struct {
+	Bucket        string     `json:"bucket"`
+	Prefix        string     `json:"prefix"`
+	StagingPrefix string     `json:"staging_prefix"`
+	DryRun        bool       `json:"dry_run"`
+	ServerTime    time.Time  `json:"server_time"`
+	ClockSkewSec  float64    `json:"clock_skew_seconds"`
+	Cutoff        time.Time  `json:"cutoff"`
+	OlderThanSec  float64    `json:"older_than_seconds"`
+	Uploads       countsJSON `json:"uploads"`
+	SideObjects   countsJSON `json:"side_objects"`
+	Warnings      []string   `json:"warnings"`
+}
+
+type countsJSON struct {
+	Scanned int   `json:"scanned"`
+	Stale   int   `json:"stale"`
+	Removed int   `json:"removed"`
+	Kept    int   `json:"kept"`
+	Failed  int   `json:"failed"`
+	Bytes   int64 `json:"stale_bytes"`
+}
+
+func sweepJSON(rep committer.SweepReport, olderThan time.Duration) sweepReportJSON {
+	counts := func(c committer.SweepCounts) countsJSON {
+		return countsJSON{Scanned: c.Scanned, Stale: c.Stale, Removed: c.Removed, Kept: c.Kept, Failed: c.Failed, Bytes: c.Bytes}
+	}
+	w := rep.Warnings
+	if w == nil {
+		w = []string{}
+	}
+	return sweepReportJSON{
+		Bucket: rep.Bucket, Prefix: rep.Prefix, StagingPrefix: rep.StagingPrefix, DryRun: rep.DryRun,
+		ServerTime: rep.ServerNow.UTC(), ClockSkewSec: rep.ClockSkew.Seconds(), Cutoff: rep.Cutoff.UTC(),
+		OlderThanSec: olderThan.Seconds(), Uploads: counts(rep.Uploads), SideObjects: counts(rep.SideObjects),
+		Warnings: w,
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// progress prints a progress line on stderr while a sweep runs long: at most
+// once a second, and not at all for sweeps shorter than that. On a terminal
+// the line is rewritten in place.
+type progress struct {
+	w      io.Writer
+	off    bool
+	tty    bool
+	start  time.Time
+	mu     sync.Mutex
+	last   time.Time
+	shown  bool
+	period time.Duration
+}
+
+func newProgress(w io.Writer, off bool) *progress {
+	now := time.Now()
+	return &progress{w: w, off: off, tty: isTerminal(w), start: now, last: now, period: time.Second}
+}
+
+func (p *progress) update(rep committer.SweepReport) {
+	if p.off {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if now.Sub(p.last) < p.period {
+		return
+	}
+	p.last = now
+	line := fmt.Sprintf("sweeping: uploads %d scanned, %d stale, %d aborted; side objects %d scanned, %d stale, %d deleted (%s)",
+		rep.Uploads.Scanned, rep.Uploads.Stale, rep.Uploads.Removed,
+		rep.SideObjects.Scanned, rep.SideObjects.Stale, rep.SideObjects.Removed,
+		now.Sub(p.start).Round(time.Second))
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+	p.shown = true
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown && p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
