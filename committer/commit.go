@@ -21,9 +21,10 @@ type Result struct {
 	CRC  uint64
 	// ETag is the object's ETag as the server reports it.
 	ETag string
-	// Created: a completion sent by this call made the object. When a
-	// completion's reply was lost and the object turned up afterwards, the
-	// call counts it as its own.
+	// Created: a completion sent by this call made the object. It is true
+	// when the server acknowledged the completion, the object checked out and
+	// the upload was gone afterwards, or when a completion's reply was lost
+	// and the upload then turned out to be completed into the right object.
 	Created bool
 	// AlreadyCommitted: the object was already there with the same bytes,
 	// made by an earlier commit of this token or by another upload that wrote
@@ -115,7 +116,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			}
 			return res, fail(op, cr, err, "")
 		}
-		_, err = once(ctx, c, func(ctx context.Context) (*s3.CompleteMultipartUploadOutput, error) {
+		_, err = within(ctx, c.opts.CompleteTimeout, func(ctx context.Context) (*s3.CompleteMultipartUploadOutput, error) {
 			return c.client.CompleteMultipartUpload(ctx, c.completeInput(cr, parts, useCRC))
 		})
 		switch {

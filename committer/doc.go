@@ -33,10 +33,13 @@
 // The outcomes:
 //
 //   - The key holds the token's bytes: success. Result.Created when a
-//     completion of this call made it (including one whose reply was lost),
-//     Result.AlreadyCommitted when it was there already, made by an earlier
-//     commit of the same token or by another upload that wrote the same bytes.
-//     In the second case our own upload is left over and is aborted.
+//     completion of this call made it: the server acknowledged it and the
+//     upload is gone afterwards (an acknowledgement while the upload stays
+//     open means the server did nothing), or its reply was lost and the upload
+//     then turned out completed. Result.AlreadyCommitted when the object was
+//     there already, made by an earlier commit of the same token or by another
+//     upload that wrote the same bytes; in that case our own upload is left
+//     over and is aborted.
 //   - The key holds other bytes (412, or found by the look): ErrKeyTaken. The
 //     object is left intact; the token's upload is aborted.
 //   - The upload is gone (NoSuchUpload) and so is the object, after a few

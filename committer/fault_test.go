@@ -13,9 +13,10 @@ import (
 
 // scenario is one way a commit meets the server.
 type scenario struct {
-	name  string
-	after bool // CommitAfterRecovery rather than Commit
-	dup   bool // another upload with the same bytes is committed first
+	name     string
+	after    bool // CommitAfterRecovery rather than Commit
+	dup      bool // another upload with the same bytes is committed first
+	readBack bool // HEAD shows no checksum: objects are read back
 }
 
 var scenarios = []scenario{
@@ -23,6 +24,17 @@ var scenarios = []scenario{
 	{name: "CommitAfterRecovery", after: true},
 	{name: "Commit-duplicate", dup: true},
 	{name: "CommitAfterRecovery-duplicate", after: true, dup: true},
+	{name: "Commit-readback", readBack: true},
+	{name: "CommitAfterRecovery-duplicate-readback", after: true, dup: true, readBack: true},
+}
+
+// committer returns a Committer over f, as the scenario's server behaves.
+func (sc scenario) committer(t *testing.T, f *s3fault.Client) *committer.Committer {
+	var client committer.S3 = f
+	if sc.readBack {
+		client = noHeadCRC{f}
+	}
+	return newCommitter(t, client, committer.Options{})
 }
 
 // prepare writes the token (and commits the duplicate, without faults).
@@ -49,7 +61,7 @@ func (sc scenario) path(t *testing.T, e *env) []s3fault.Call {
 	t.Helper()
 	cr := sc.prepare(t, e, "out/path-"+sc.name, payload(400, 3000))
 	f := s3fault.New(e.client)
-	if _, err := sc.commit(newCommitter(t, f, committer.Options{}), cr); err != nil {
+	if _, err := sc.commit(sc.committer(t, f), cr); err != nil {
 		t.Fatal(err)
 	}
 	return f.Calls()
@@ -92,7 +104,7 @@ func TestFaultOnEachCallOfTheCommitPath(t *testing.T) {
 					cr := sc.prepare(t, e, k, data)
 					f := s3fault.New(e.client)
 					f.OnAny(s3fault.AtSeq(call.Seq, kind))
-					res, err := sc.commit(newCommitter(t, f, committer.Options{}), cr)
+					res, err := sc.commit(sc.committer(t, f), cr)
 					checkOutcome(t, e, cr, data, res, err)
 					if err != nil {
 						t.Fatalf("a single %s fault was not absorbed: %v", kind, err)

@@ -14,6 +14,7 @@ const (
 	DefaultBaseBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff       = 5 * time.Second
 	DefaultCallTimeout      = 2 * time.Minute
+	DefaultCompleteTimeout  = 15 * time.Minute
 	DefaultCleanupTimeout   = 30 * time.Second
 	DefaultSweepConcurrency = 8
 )
@@ -37,6 +38,11 @@ type Options struct {
 	// which is bounded by the context alone). A call that times out counts as
 	// a retryable failure. Default 2 minutes; negative means no per-call bound.
 	CallTimeout time.Duration
+	// CompleteTimeout bounds each CompleteMultipartUpload, which S3 may take
+	// minutes to answer for a large upload (keeping the connection alive in
+	// the meantime). A completion that times out is looked into like any
+	// other whose reply was lost. Default 15 minutes; negative means no bound.
+	CompleteTimeout time.Duration
 	// CleanupTimeout bounds the clean-up that runs after the outcome is known
 	// (aborting a losing upload, deleting side objects, deleting the preflight
 	// probe). Clean-up runs on a context detached from the caller's, so a
@@ -79,6 +85,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.CompleteTimeout == 0 {
+		o.CompleteTimeout = DefaultCompleteTimeout
 	}
 	if o.CleanupTimeout == 0 {
 		o.CleanupTimeout = DefaultCleanupTimeout

@@ -125,10 +125,15 @@ func annotate(what string, err error) error {
 
 // once runs fn a single time under the per-call timeout.
 func once[O any](ctx context.Context, c *Committer, fn func(context.Context) (O, error)) (O, error) {
-	if c.opts.CallTimeout <= 0 {
+	return within(ctx, c.opts.CallTimeout, fn)
+}
+
+// within runs fn under timeout d (none when d <= 0).
+func within[O any](ctx context.Context, d time.Duration, fn func(context.Context) (O, error)) (O, error) {
+	if d <= 0 {
 		return fn(ctx)
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return fn(cctx)
 }

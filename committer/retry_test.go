@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/s3once/s3once/internal/s3fault"
 )
 
@@ -57,7 +58,7 @@ func TestIsRetryable(t *testing.T) {
 }
 
 func TestBackoffIsJitteredAndBounded(t *testing.T) {
-	c, err := New(s3fault.New(nil), Options{BaseBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond})
+	c, err := New(s3.New(s3.Options{}), Options{BaseBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestBackoffIsJitteredAndBounded(t *testing.T) {
 }
 
 func TestCallRetriesOnlyWhatIsRetryable(t *testing.T) {
-	c, err := New(s3fault.New(nil), Options{MaxAttempts: 4, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	c, err := New(s3.New(s3.Options{}), Options{MaxAttempts: 4, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}

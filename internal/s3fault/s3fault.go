@@ -189,8 +189,12 @@ type Client struct {
 	log   []Call
 }
 
-// New wraps inner. With no hooks, every call goes through untouched.
+// New wraps inner. With no hooks, every call goes through untouched. A nil
+// inner is a programming error and panics.
 func New(inner API) *Client {
+	if inner == nil {
+		panic("s3fault: New(nil)")
+	}
 	return &Client{inner: inner, hooks: map[Op][]Hook{}, count: map[Op]int{}}
 }
 

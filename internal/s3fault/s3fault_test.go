@@ -145,3 +145,56 @@ func TestHooksOrderAndConcurrency(t *testing.T) {
 	// A nil input does not panic in the wrapper.
 	_, _ = f.ListObjectsV2(context.Background(), nil)
 }
+
+// Every operation is wrapped: a fault reaches the caller and the log names it.
+func TestEveryOperationIsWrapped(t *testing.T) {
+	// BeforeSend never reaches the inner client, which points nowhere.
+	f := s3fault.New(s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}))
+	f.OnAny(s3fault.Always(s3fault.BeforeSend))
+	ctx := context.Background()
+	b, k := aws.String("b"), aws.String("k")
+	calls := map[s3fault.Op]func() error{
+		s3fault.CreateMultipartUpload: func() error {
+			_, err := f.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: k})
+			return err
+		},
+		s3fault.UploadPart: func() error { _, err := f.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: k}); return err },
+		s3fault.ListParts:  func() error { _, err := f.ListParts(ctx, &s3.ListPartsInput{Bucket: b, Key: k}); return err },
+		s3fault.AbortMultipartUpload: func() error {
+			_, err := f.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: b, Key: k})
+			return err
+		},
+		s3fault.CompleteMultipartUpload: func() error {
+			_, err := f.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: k})
+			return err
+		},
+		s3fault.ListMultipartUploads: func() error {
+			_, err := f.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: b})
+			return err
+		},
+		s3fault.PutObject:     func() error { _, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k}); return err },
+		s3fault.GetObject:     func() error { _, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k}); return err },
+		s3fault.HeadObject:    func() error { _, err := f.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k}); return err },
+		s3fault.DeleteObject:  func() error { _, err := f.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k}); return err },
+		s3fault.DeleteObjects: func() error { _, err := f.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: b}); return err },
+		s3fault.ListObjectsV2: func() error { _, err := f.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b}); return err },
+		s3fault.GetBucketLifecycleConfiguration: func() error {
+			_, err := f.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: b})
+			return err
+		},
+	}
+	if len(calls) != len(s3fault.Ops) {
+		t.Fatalf("test covers %d operations, the package wraps %d", len(calls), len(s3fault.Ops))
+	}
+	for _, op := range s3fault.Ops {
+		err := calls[op]()
+		var fe *s3fault.Error
+		if !errors.As(err, &fe) || fe.Op != op || fe.Kind != s3fault.BeforeSend {
+			t.Errorf("%s: %v", op, err)
+		}
+		log := f.Calls()
+		if last := log[len(log)-1]; last.Op != op || last.Bucket != "b" || last.Err == nil {
+			t.Errorf("%s logged as %+v", op, last)
+		}
+	}
+}
