@@ -42,7 +42,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("s3once %s s3://%s/%s (upload %s): %v", e.Op, e.Bucket, e.Key, e.UploadID, e.Err)
+	msg := fmt.Sprintf("s3once %s s3://%s/%s", e.Op, e.Bucket, e.Key)
+	if e.UploadID != "" {
+		msg += " (upload " + e.UploadID + ")"
+	}
+	msg += ": " + e.Err.Error()
 	if e.Hint != "" {
 		msg += "; " + e.Hint
 	}
