@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -198,4 +199,28 @@ func results(t testing.TB) []FileResult {
 	collectedMu.Lock()
 	defer collectedMu.Unlock()
 	return slices.Clone(collected[t.Name()])
+}
+
+// counters sums the pipeline's s3once counters by name.
+func counters(pr beam.PipelineResult) map[string]int64 {
+	m := map[string]int64{}
+	if pr == nil {
+		return m
+	}
+	for _, c := range pr.Metrics().AllMetrics().Counters() {
+		if c.Namespace() == "s3once" {
+			m[c.Name()] += c.Result()
+		}
+	}
+	return m
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+func jsonString(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -1,33 +1,313 @@
 package sink
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 )
 
-func TestSmoke(t *testing.T) {
+func init() {
+	register.Function1x1(firstLetter)
+	register.Function2x0(stampEvent)
+	register.Emitter2[beam.EventTime, event]()
+	beam.RegisterType(reflect.TypeFor[event]())
+}
+
+func firstLetter(s string) string { return "letter=" + s[:1] }
+
+// event is a record with its event time, in milliseconds.
+type event struct {
+	At   int64  `json:"at"`
+	Name string `json:"name"`
+}
+
+// stampEvent gives an event its event time.
+func stampEvent(e event, emit func(beam.EventTime, event)) {
+	emit(mtime.FromMilliseconds(e.At), e)
+}
+
+func words(n int, seed uint64) []string {
+	r := rand.New(rand.NewPCG(seed, 11))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%c%c-%06d-%s", 'a'+r.IntN(3), 'a'+r.IntN(26), i, strings.Repeat("z", r.IntN(30)))
+	}
+	return out
+}
+
+// TestDeterminism writes the same input, shuffled two ways, twice: names and
+// bytes must be identical, compressed or not.
+func TestDeterminism(t *testing.T) {
+	for _, codec := range []string{"none", "gzip"} {
+		t.Run(codec, func(t *testing.T) {
+			bucket := srv.Bucket(t)
+			in := words(20_000, 3)
+			for run := 0; run < 2; run++ {
+				xs := append([]string(nil), in...)
+				rand.New(rand.NewPCG(uint64(run), 0)).Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
+				p, s := beam.NewPipelineWithRoot()
+				cfg := testConfig(bucket, fmt.Sprintf("run%d", run))
+				cfg.Compression = codec
+				cfg.Destination = firstLetter
+				cfg.Shards = 3
+				cfg.MaxFileRecords = 1000
+				cfg.CheckpointBytes = 16 << 10
+				Write(s, beam.CreateList(s, xs), cfg)
+				if err := ptest.Run(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := testClient()
+			a, b := relative(t, c, bucket, "run0"), relative(t, c, bucket, "run1")
+			if len(a) < 9 || len(a) != len(b) {
+				t.Fatalf("runs wrote %d and %d files", len(a), len(b))
+			}
+			var got []string
+			for k, v := range a {
+				w, ok := b[k]
+				if !ok {
+					t.Fatalf("%s only in the first run", k)
+				}
+				if !bytes.Equal(v, w) {
+					t.Fatalf("%s differs between runs", k)
+				}
+				got = append(got, lines(t, k, decompress(t, k, v))...)
+			}
+			sameMultiset(t, got, in)
+			checkClean(t, c, bucket)
+		})
+	}
+}
+
+// TestWindowed writes event-timed records in fixed one-minute windows: each
+// window gets its own files, named after it, rolled by size.
+func TestWindowed(t *testing.T) {
 	bucket := srv.Bucket(t)
-	var in []string
-	for i := 0; i < 1000; i++ {
-		in = append(in, fmt.Sprintf("record-%05d", i))
+	base := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	var in []event
+	for i := 0; i < 6000; i++ {
+		in = append(in, event{At: base + int64(i)*30, Name: fmt.Sprintf("e%05d", i)}) // 3 minutes
 	}
 	p, s := beam.NewPipelineWithRoot()
-	cfg := testConfig(bucket, "out")
-	cfg.Shards = 3
-	res := Write(s, beam.CreateList(s, in), cfg)
-	collect(t, s, res)
+	stamped := beam.ParDo(s, stampEvent, beam.CreateList(s, in))
+	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Minute), stamped)
+	cfg := testConfig(bucket, "events")
+	cfg.Format = "jsonl"
+	cfg.Compression = "zstd"
+	cfg.Shards = 2
+	cfg.MaxFileBytes = 16 << 10
+	cfg.CheckpointBytes = 8 << 10
+	collect(t, s, Write(s, windowed, cfg))
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testClient()
+	objs := readObjects(t, c, bucket, "events/")
+	name := regexp.MustCompile(`^events/(20240601T10(\d\d)00Z-20240601T10(\d\d)00Z)-pane-0-shard-0000[01]-of-00002-file-\d{5}\.jsonl\.zst$`)
+	perWindow := map[string]int{}
+	var got []string
+	for k, v := range objs {
+		m := name.FindStringSubmatch(k)
+		if m == nil {
+			t.Fatalf("unexpected object %s", k)
+		}
+		data := decompress(t, k, v)
+		if len(data) > 16<<10 {
+			t.Errorf("%s holds %d record bytes, more than MaxFileBytes", k, len(data))
+		}
+		for _, l := range lines(t, k, data) {
+			var e event
+			if err := jsonUnmarshal(l, &e); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC).Add(time.Duration((e.At-base)/60000) * time.Minute)
+			if want := windowTime(mtime.FromTime(start)); !strings.HasPrefix(m[1], want) {
+				t.Errorf("event at %d in window %s", e.At, m[1])
+			}
+			got = append(got, l)
+		}
+		perWindow[m[1]]++
+	}
+	if len(perWindow) != 3 {
+		t.Errorf("files per window: %v; want 3 windows", perWindow)
+	}
+	for w, n := range perWindow {
+		if n < 3 {
+			t.Errorf("window %s has %d files; want them rolled by size", w, n)
+		}
+	}
+	var want []string
+	for _, e := range in {
+		want = append(want, jsonString(e))
+	}
+	sameMultiset(t, got, want)
+	res := results(t)
+	if len(res) != len(objs) {
+		t.Errorf("%d results for %d files", len(res), len(objs))
+	}
+	for _, r := range res {
+		if !strings.Contains(r.Key, r.Window+"-pane-") {
+			t.Errorf("result %+v: window not in key", r)
+		}
+	}
+	t.Logf("files per window %v; metrics %v", perWindow, counters(pr))
+	checkClean(t, c, bucket)
+}
+
+// TestPanes feeds a TestStream through a window that fires early every 50
+// records (discarding): each pane gets its own files, named after the pane,
+// and together they hold every record once.
+func TestPanes(t *testing.T) {
+	bucket := srv.Bucket(t)
+	ts := teststream.NewConfig()
+	var in []string
+	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for step := 0; step < 4; step++ {
+		var batch []string
+		for i := 0; i < 50; i++ {
+			batch = append(batch, fmt.Sprintf("rec-%d-%03d", step, i))
+		}
+		in = append(in, batch...)
+		if err := ts.AddElementList(base+int64(step)*1000, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.AdvanceWatermark(base + int64(step)*1000 + 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ts.AdvanceWatermarkToInfinity(); err != nil {
+		t.Fatal(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	col := teststream.Create(s, ts)
+	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Hour), col,
+		beam.Trigger(trigger.AfterEndOfWindow().EarlyFiring(trigger.Repeat(trigger.AfterCount(50)))),
+		beam.PanesDiscard())
+	cfg := testConfig(bucket, "panes")
+	cfg.Shards = 1
+	collect(t, s, Write(s, windowed, cfg))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
 	c := testClient()
+	objs := readObjects(t, c, bucket, "panes/")
+	name := regexp.MustCompile(`^panes/20240601T000000Z-20240601T010000Z-pane-(\d+)-shard-00000-of-00001-file-00000\.txt$`)
+	panes := map[string]bool{}
 	var got []string
-	for k, b := range readObjects(t, c, bucket, "out/") {
-		got = append(got, lines(t, k, decompress(t, k, b))...)
+	for k, v := range objs {
+		m := name.FindStringSubmatch(k)
+		if m == nil {
+			t.Fatalf("unexpected object %s", k)
+		}
+		panes[m[1]] = true
+		got = append(got, lines(t, k, v)...)
 	}
 	sameMultiset(t, got, in)
+	if len(panes) < 2 {
+		t.Errorf("panes %v; want several", panes)
+	}
+	t.Logf("%d files over panes %v", len(objs), panes)
 	checkClean(t, c, bucket)
-	t.Logf("results: %+v", results(t))
+}
+
+// TestBadConfig checks that configurations that cannot work fail while the
+// pipeline is built, with a message that says why.
+func TestBadConfig(t *testing.T) {
+	ok := testConfig("bucket", "out")
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"empty bucket", func(c *Config) { c.Bucket = "" }, "Bucket is required"},
+		{"bucket path", func(c *Config) { c.Bucket = "a/b" }, "not a path"},
+		{"leading slash", func(c *Config) { c.Prefix = "/out" }, "must not start with '/'"},
+		{"empty segment", func(c *Config) { c.Prefix = "a//b" }, "empty segment"},
+		{"dot dot", func(c *Config) { c.Prefix = "a/../b" }, `".." segment`},
+		{"staging under prefix", func(c *Config) { c.Prefix = "out"; c.StagingPrefix = "out/staging/" }, "readers would see side objects"},
+		{"prefix under staging", func(c *Config) { c.Prefix = ".s3once/staging/x" }, "lies under StagingPrefix"},
+		{"root prefix visible staging", func(c *Config) { c.Prefix = ""; c.StagingPrefix = "staging/" }, "readers would see side objects"},
+		{"unknown format", func(c *Config) { c.Format = "parquet" }, `unknown Format "parquet"`},
+		{"unknown codec", func(c *Config) { c.Compression = "lzma" }, `unknown Compression "lzma"`},
+		{"tiny files", func(c *Config) { c.MaxFileBytes = 100 }, "MaxFileBytes 100 is too small"},
+		{"files over batch", func(c *Config) { c.MaxFileBytes = 128 << 20 }, "exceeds MaxBatchBytes"},
+		{"huge batch", func(c *Config) { c.MaxBatchBytes = 8 << 30 }, "MaxBatchBytes"},
+		{"negative records", func(c *Config) { c.MaxFileRecords = -1 }, "MaxFileRecords -1"},
+		{"shards", func(c *Config) { c.Shards = -2 }, "Shards -2"},
+		{"checkpoint", func(c *Config) { c.CheckpointBytes = 10 }, "CheckpointBytes 10 is too small"},
+		{"part size", func(c *Config) { c.PartSize = 1 << 20 }, "PartSize"},
+		{"endpoint", func(c *Config) { c.Endpoint = "localhost:9000" }, "http:// or https://"},
+		{"half credentials", func(c *Config) { c.SecretAccessKey = "" }, "set together"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v; want an error containing %q", err, tc.want)
+			}
+			p, s := beam.NewPipelineWithRoot()
+			if _, err := TryWrite(s, beam.Create(s, "x"), cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("TryWrite() = %v; want an error containing %q", err, tc.want)
+			}
+			assertPanics(t, tc.want, func() { Write(s, beam.Create(s, "x"), cfg) })
+			_ = p
+		})
+	}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("a good configuration: %v", err)
+	}
+
+	// Problems that need the input's type.
+	typed := []struct {
+		name string
+		col  func(beam.Scope) beam.PCollection
+		edit func(*Config)
+		want string
+	}{
+		{"text of ints", func(s beam.Scope) beam.PCollection { return beam.Create(s, 1, 2) }, func(c *Config) {}, `format "text" writes strings or []byte`},
+		{"csv of ints", func(s beam.Scope) beam.PCollection { return beam.Create(s, 1, 2) }, func(c *Config) { c.Format = "csv" }, `format "csv"`},
+		{"destination type", func(s beam.Scope) beam.PCollection { return beam.Create(s, "a") }, func(c *Config) { c.Destination = countryOf }, "takes sink.order"},
+		{"destination shape", func(s beam.Scope) beam.PCollection { return beam.Create(s, "a") }, func(c *Config) { c.Destination = func(string) int { return 0 } }, "want func(T) string"},
+		{"destination closure", func(s beam.Scope) beam.PCollection { return beam.Create(s, "a") }, func(c *Config) { n := "x"; c.Destination = func(string) string { return n } }, "cannot be serialised"},
+		{"kv input", func(s beam.Scope) beam.PCollection {
+			return beam.ParDo(s, func(x string) (string, string) { return x, x }, beam.Create(s, "a"))
+		}, func(c *Config) {}, "Write takes single values"},
+	}
+	for _, tc := range typed {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.edit(&cfg)
+			_, s := beam.NewPipelineWithRoot()
+			if _, err := TryWrite(s, tc.col(s), cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("TryWrite() = %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func assertPanics(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), want) {
+			t.Fatalf("Write panicked with %v; want a panic containing %q", r, want)
+		}
+	}()
+	f()
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
@@ -73,6 +75,9 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	}
 	enc := &encodeFn{S: st, DestKind: kind}
 	if cfg.Destination != nil {
+		if err := checkTopLevel(cfg.Destination); err != nil {
+			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
+		}
 		ef := &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.Destination)}
 		if _, err := json.Marshal(ef); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
@@ -102,6 +107,23 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
 	return single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st}, shuffled))
+}
+
+// checkTopLevel refuses function literals and method values: Beam sends a
+// function to workers by its name, so what a closure captured, or a method
+// value's receiver, would be lost.
+func checkTopLevel(fn any) error {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return errors.New("cannot be serialised for the workers: it has no name")
+	}
+	name := f.Name()
+	for _, part := range strings.Split(name[strings.LastIndex(name, "/")+1:], ".") {
+		if strings.HasSuffix(part, "-fm") || (strings.HasPrefix(part, "func") && strings.Trim(part[4:], "0123456789") == "" && len(part) > 4) {
+			return fmt.Errorf("cannot be serialised for the workers: %s is a function literal or a method value; use a top-level function registered with the register package", name)
+		}
+	}
+	return nil
 }
 
 func single(cols []beam.PCollection, err error) (beam.PCollection, error) {

@@ -52,6 +52,10 @@ type writeFilesFn struct {
 	ext       string
 	oo        recoverable.ObjectOptions
 	comp      io.WriteCloser // reused between compressed members
+
+	// checkpointAt, when set (by tests), decides at each sync point whether
+	// to checkpoint there, in place of CheckpointBytes and CheckpointInterval.
+	checkpointAt func(next int64) bool
 }
 
 func (f *writeFilesFn) Setup(ctx context.Context) error {
@@ -164,6 +168,9 @@ func (f *writeFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinaliz
 		// A sync point: checkpoint here?
 		due := written >= f.S.CheckpointBytes ||
 			(f.S.CheckpointInterval > 0 && time.Since(began) >= f.S.CheckpointInterval)
+		if f.checkpointAt != nil {
+			due = f.checkpointAt(next)
+		}
 		if !due {
 			continue
 		}
@@ -369,8 +376,10 @@ func (w *fileWriter) close() error {
 }
 
 // registerCommit asks the runner to commit cr once the bundle is durable. The
-// callback never fails: prism stops the whole job when one does, and the
-// commit stage commits the file anyway.
+// callback never reports a failure, only logs it: the commit stage commits
+// the file anyway, and runners differ in what they do with a failed callback
+// (the Go SDK keeps it for another finalization request; some runners fail
+// the job).
 func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable.CommitRecoverable) {
 	if bf == nil {
 		return

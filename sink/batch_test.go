@@ -1,0 +1,121 @@
+package sink
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+)
+
+func init() {
+	register.Function1x1(countryOf)
+	beam.RegisterType(reflect.TypeFor[order]())
+}
+
+type order struct {
+	ID      int    `json:"id"`
+	Country string `json:"country"`
+	Note    string `json:"note"`
+}
+
+func countryOf(o order) string { return "country=" + o.Country }
+
+func orders(n int, seed uint64) []order {
+	r := rand.New(rand.NewPCG(seed, 1))
+	countries := []string{"fr", "de", "jp", "br", "ca"}
+	out := make([]order, n)
+	for i := range out {
+		out[i] = order{ID: i, Country: countries[r.IntN(len(countries))], Note: strings.Repeat("x", r.IntN(40))}
+	}
+	return out
+}
+
+// TestBatch100k writes 100,000 records over five destinations and four shards,
+// with files rolling and the writer checkpointing, and reads everything back.
+func TestBatch100k(t *testing.T) {
+	bucket := srv.Bucket(t)
+	in := orders(100_000, 1)
+	p, s := beam.NewPipelineWithRoot()
+	cfg := testConfig(bucket, "out/orders")
+	cfg.Format = "jsonl"
+	cfg.Compression = "gzip"
+	cfg.Destination = countryOf
+	cfg.Shards = 4
+	cfg.MaxFileBytes = 256 << 10
+	cfg.CheckpointBytes = 64 << 10
+	collect(t, s, Write(s, beam.CreateList(s, in), cfg))
+	start := time.Now()
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	t.Logf("100,000 records in %v (%.0f records/s)", elapsed, 100_000/elapsed.Seconds())
+
+	c := testClient()
+	objs := readObjects(t, c, bucket, "out/")
+	name := regexp.MustCompile(`^out/orders/country=(fr|de|jp|br|ca)/global-pane-0-shard-0000[0-3]-of-00004-file-\d{5}\.jsonl\.gz$`)
+	var got []string
+	for k, b := range objs {
+		if !name.MatchString(k) {
+			t.Errorf("unexpected object %s", k)
+		}
+		for _, l := range lines(t, k, decompress(t, k, b)) {
+			var o order
+			if err := json.Unmarshal([]byte(l), &o); err != nil {
+				t.Fatalf("%s: %v", k, err)
+			}
+			if want := countryOf(o); !strings.Contains(k, "/"+want+"/") {
+				t.Errorf("record %d in %s, want destination %s", o.ID, k, want)
+			}
+			got = append(got, l)
+		}
+	}
+	var want []string
+	for _, o := range in {
+		b, _ := json.Marshal(o)
+		want = append(want, string(b))
+	}
+	sameMultiset(t, got, want)
+	checkClean(t, c, bucket)
+
+	// One result per object, describing it.
+	res := results(t)
+	seen := map[string]bool{}
+	var records int64
+	for _, r := range res {
+		if seen[r.Key] {
+			t.Errorf("result for %s twice", r.Key)
+		}
+		seen[r.Key] = true
+		b, ok := objs[r.Key]
+		if !ok {
+			t.Errorf("result for missing object %s", r.Key)
+			continue
+		}
+		if int64(len(b)) != r.Bytes {
+			t.Errorf("%s: result says %d bytes, object has %d", r.Key, r.Bytes, len(b))
+		}
+		if n := int64(len(lines(t, r.Key, decompress(t, r.Key, b)))); n != r.Records {
+			t.Errorf("%s: result says %d records, object has %d", r.Key, r.Records, n)
+		}
+		records += r.Records
+	}
+	if len(res) != len(objs) || records != int64(len(in)) {
+		t.Errorf("%d results for %d objects, %d records for %d", len(res), len(objs), records, len(in))
+	}
+	m := counters(pr)
+	t.Logf("%d files; metrics %v", len(objs), m)
+	if m["files_committed"] != int64(len(objs)) || m["records_written"] != int64(len(in)) || m["persists"] == 0 {
+		t.Errorf("metrics %v disagree with %d files of %d records, or no checkpoint was taken", m, len(objs), len(in))
+	}
+	_ = fmt.Sprint
+}

@@ -1,0 +1,379 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3fault"
+)
+
+// fakeFinalizer keeps a bundle's finalization callbacks, as a runner does
+// until the bundle is durable.
+type fakeFinalizer struct {
+	mu  sync.Mutex
+	cbs []func() error
+}
+
+func (f *fakeFinalizer) RegisterCallback(_ time.Duration, cb func() error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cbs = append(f.cbs, cb)
+}
+
+func (f *fakeFinalizer) run(t testing.TB) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, cb := range f.cbs {
+		if err := cb(); err != nil {
+			t.Errorf("finalization callback failed: %v", err)
+		}
+	}
+}
+
+// randomBatch makes a sorted batch of n text records of 1 to maxLen bytes.
+func randomBatch(seed uint64, n, maxLen int) batch {
+	r := rand.New(rand.NewPCG(seed, 7))
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,.;:-_"
+	b := batch{Window: "global", Shard: 1, Shards: 3, Destination: "d/e"}
+	for i := 0; i < n; i++ {
+		l := make([]byte, 1+r.IntN(maxLen))
+		for j := range l {
+			l[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		b.Lines = append(b.Lines, append(l, '\n'))
+	}
+	slices.SortFunc(b.Lines, bytes.Compare)
+	return b
+}
+
+// runner drives writeFilesFn the way a runner does, without one: it makes the
+// initial restriction, processes it on a fresh DoFn, and when the DoFn
+// self-checkpoints it splits at fraction 0, encodes the residual (and the
+// element) with the real coders, throws the DoFn away, decodes, and goes on
+// with the residual on a new DoFn. It can also crash a bundle: the DoFn's S3
+// calls start failing after a random number of them (the worker is gone),
+// its outputs and callbacks are dropped, and the same restriction is redone
+// on a new DoFn.
+type runner struct {
+	t      testing.TB
+	s      settings
+	client *s3.Client
+	rng    *rand.Rand
+
+	checkpointP float64 // chance of a checkpoint at each sync point
+	crashP      float64 // chance that a bundle crashes
+	finalizeP   float64 // chance that a bundle's callbacks run
+
+	bundles, checkpoints, crashes int
+}
+
+func (r *runner) roundTripBatch(b batch) batch {
+	enc, err := encodeBatch(b)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out, err := decodeBatch(enc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+func (r *runner) roundTripRestriction(rest restriction) restriction {
+	enc, err := encodeRestriction(rest)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out, err := decodeRestriction(enc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// run writes b and returns the pending files of the bundles that succeeded.
+func (r *runner) run(b batch) []pendingFile {
+	t := r.t
+	ctx := context.Background()
+	rest := r.roundTripRestriction((&writeFilesFn{S: r.s}).CreateInitialRestriction(b))
+	if parts := (&writeFilesFn{S: r.s}).SplitRestriction(b, rest); len(parts) != 1 {
+		t.Fatalf("SplitRestriction gave %d restrictions", len(parts))
+	}
+	var out []pendingFile
+	for {
+		r.bundles++
+		if r.bundles > 10000 {
+			t.Fatal("the writer does not make progress")
+		}
+		elem := r.roundTripBatch(b)
+		fn := &writeFilesFn{S: r.s}
+		crash := r.rng.Float64() < r.crashP
+		var client s3API = r.client
+		if crash {
+			r.crashes++
+			fc := s3fault.New(r.client)
+			var calls atomic.Int64
+			limit := int64(r.rng.IntN(12))
+			fc.OnAny(func(s3fault.Call) s3fault.Kind {
+				if calls.Add(1) > limit {
+					return s3fault.BeforeSend
+				}
+				return s3fault.None
+			})
+			client = fc
+		}
+		if err := fn.init(client); err != nil {
+			t.Fatal(err)
+		}
+		seed := r.rng.Uint64()
+		ck := rand.New(rand.NewPCG(seed, 3))
+		fn.checkpointAt = func(int64) bool { return ck.Float64() < r.checkpointP }
+
+		rt := fn.CreateTracker(rest)
+		// The runner asks for splits while the element is processed; they
+		// must all be refused.
+		stop := make(chan struct{})
+		var splitter sync.WaitGroup
+		splitter.Add(1)
+		go func() {
+			defer splitter.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, res, err := rt.TrySplit(0.5); res != nil || err != nil {
+					t.Errorf("TrySplit(0.5) = %v, %v; want a refusal", res, err)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		bf := &fakeFinalizer{}
+		var emitted []pendingFile
+		pc, err := fn.ProcessElement(ctx, bf, rt, elem, func(p pendingFile) { emitted = append(emitted, p) })
+		close(stop)
+		splitter.Wait()
+		if crash {
+			// Whatever happened, the bundle is lost: redo its restriction.
+			continue
+		}
+		if err != nil {
+			t.Fatalf("bundle %d (%v): %v", r.bundles, rest, err)
+		}
+		out = append(out, emitted...)
+		if pc.ShouldResume() {
+			r.checkpoints++
+			p, res, err := rt.TrySplit(0)
+			if err != nil || res == nil {
+				t.Fatalf("checkpoint split = %v, %v, %v", p, res, err)
+			}
+			if !rt.IsDone() {
+				t.Fatalf("primary %v is not done after the checkpoint", p)
+			}
+			if r.rng.Float64() < r.finalizeP {
+				bf.run(t)
+			}
+			rest = r.roundTripRestriction(res.(restriction))
+			continue
+		}
+		if !rt.IsDone() {
+			t.Fatalf("the writer stopped before the end of %v", rt.GetRestriction())
+		}
+		if r.rng.Float64() < r.finalizeP {
+			bf.run(t)
+		}
+		return out
+	}
+}
+
+// commitAll runs the commit stage over pending, in a shuffled order with
+// some files twice (Beam may deliver an element again).
+func (r *runner) commitAll(pending []pendingFile) []FileResult {
+	t := r.t
+	fn := &commitFn{S: r.s}
+	if err := fn.init(r.client); err != nil {
+		t.Fatal(err)
+	}
+	all := slices.Clone(pending)
+	for _, p := range pending {
+		if r.rng.IntN(4) == 0 {
+			all = append(all, p)
+		}
+	}
+	r.rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	var res []FileResult
+	for _, p := range all {
+		if err := fn.ProcessElement(context.Background(), p, func(fr FileResult) { res = append(res, fr) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// relative maps the objects under prefix by their key without it.
+func relative(t testing.TB, c *s3.Client, bucket, prefix string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for k, v := range readObjects(t, c, bucket, prefix+"/") {
+		out[strings.TrimPrefix(k, prefix+"/")] = v
+	}
+	return out
+}
+
+func sweep(t testing.TB, c *s3.Client, bucket string) {
+	t.Helper()
+	cm, err := committer.New(c, committer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the server's one-second clock pass everything written.
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := cm.Sweep(context.Background(), committer.SweepOptions{Bucket: bucket, WholeBucket: true, Cutoff: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriterRetrySimulated checkpoints, resumes and crashes the writer at
+// seeded points and checks that the committed files are byte for byte those
+// of an uninterrupted run, for each codec.
+func TestWriterRetrySimulated(t *testing.T) {
+	for _, codec := range []string{"none", "gzip", "zstd"} {
+		t.Run(codec, func(t *testing.T) {
+			bucket := srv.Bucket(t)
+			c := testClient()
+			b := randomBatch(42, 1500, 60)
+			var want []string
+			for _, l := range b.Lines {
+				want = append(want, strings.TrimSuffix(string(l), "\n"))
+			}
+			cfg := func(prefix string) settings {
+				cf := testConfig(bucket, prefix)
+				cf.Compression = codec
+				cf.MaxFileBytes = 12 << 10
+				cf.CheckpointBytes = 1 << 10
+				cf.InlineTailMax = 512 // some tails inline, most in side objects
+				st, err := cf.settings()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+
+			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0))}
+			ref.commitAll(ref.run(b))
+			refObjs := relative(t, c, bucket, "ref")
+			if len(refObjs) < 3 {
+				t.Fatalf("the reference run wrote %d files; want several", len(refObjs))
+			}
+			var got []string
+			for k, v := range refObjs {
+				got = append(got, lines(t, k, decompress(t, k, v))...)
+			}
+			sameMultiset(t, got, want)
+
+			for seed := uint64(1); seed <= 5; seed++ {
+				prefix := fmt.Sprintf("seed-%d", seed)
+				r := &runner{t: t, s: cfg(prefix), client: c, rng: rand.New(rand.NewPCG(seed, 99)),
+					checkpointP: 0.3, crashP: 0.15, finalizeP: 0.5}
+				pending := r.run(b)
+				res := r.commitAll(pending)
+				objs := relative(t, c, bucket, prefix)
+				if len(objs) != len(refObjs) {
+					t.Fatalf("seed %d: %d files, the reference has %d", seed, len(objs), len(refObjs))
+				}
+				for k, v := range refObjs {
+					if !bytes.Equal(objs[k], v) {
+						t.Fatalf("seed %d: %s differs from the uninterrupted run (%d bytes vs %d)", seed, k, len(objs[k]), len(v))
+					}
+				}
+				keys := map[string]bool{}
+				for _, fr := range res {
+					keys[fr.Key] = true
+				}
+				if len(keys) != len(objs) {
+					t.Fatalf("seed %d: results name %d files, %d exist", seed, len(keys), len(objs))
+				}
+				t.Logf("seed %d: %d bundles, %d checkpoints, %d crashes, %d files", seed, r.bundles, r.checkpoints, r.crashes, len(objs))
+			}
+			// Crashed attempts leave uploads and side objects for the sweep.
+			sweep(t, c, bucket)
+			checkClean(t, c, bucket)
+		})
+	}
+}
+
+// bigBatch makes a sorted batch of about size bytes of records.
+func bigBatch(seed uint64, size int) batch {
+	r := rand.New(rand.NewPCG(seed, 5))
+	block := make([]byte, 8192)
+	for i := range block {
+		block[i] = 'a' + byte(r.IntN(26))
+	}
+	b := batch{Window: "20240601T000000Z-20240601T010000Z", Pane: 2, Shard: 0, Shards: 1}
+	for n, i := 0, 0; n < size; i++ {
+		off, ln := r.IntN(len(block)-300), 20+r.IntN(280)
+		l := fmt.Appendf(nil, "%09d %s\n", i, block[off:off+ln])
+		b.Lines = append(b.Lines, l)
+		n += len(l)
+	}
+	slices.SortFunc(b.Lines, bytes.Compare)
+	return b
+}
+
+// TestWriterRetrySimulatedParts does the same with files of several 5 MiB
+// parts, so that checkpoints fall between parts and tails are large.
+func TestWriterRetrySimulatedParts(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	b := bigBatch(7, 13<<20)
+	cfg := func(prefix string) settings {
+		cf := testConfig(bucket, prefix)
+		cf.PartSize = 5 << 20
+		cf.Concurrency = 2
+		cf.MaxFileBytes = 11 << 20
+		cf.CheckpointBytes = 1 << 20
+		st, err := cf.settings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0))}
+	ref.commitAll(ref.run(b))
+	refObjs := relative(t, c, bucket, "ref")
+	var total int
+	for _, v := range refObjs {
+		total += len(v)
+	}
+	if len(refObjs) != 2 || total < 13<<20 {
+		t.Fatalf("reference: %d files of %d bytes in all; want 2 files, 13 MiB", len(refObjs), total)
+	}
+	r := &runner{t: t, s: cfg("retried"), client: c, rng: rand.New(rand.NewPCG(3, 99)),
+		checkpointP: 0.5, crashP: 0.25, finalizeP: 0.5}
+	r.commitAll(r.run(b))
+	objs := relative(t, c, bucket, "retried")
+	for k, v := range refObjs {
+		if !bytes.Equal(objs[k], v) {
+			t.Fatalf("%s differs from the uninterrupted run (%d bytes vs %d)", k, len(objs[k]), len(v))
+		}
+	}
+	if len(objs) != len(refObjs) {
+		t.Fatalf("%d files, the reference has %d", len(objs), len(refObjs))
+	}
+	t.Logf("%d bundles, %d checkpoints, %d crashes", r.bundles, r.checkpoints, r.crashes)
+	sweep(t, c, bucket)
+	checkClean(t, c, bucket)
+}
