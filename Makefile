@@ -42,5 +42,24 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./coder/; \
 	done
 
+# Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
+# comparison runs as its own process, once per round, the rounds interleaved,
+# and benchstat compares them. Raw results and the report go to bench-out/.
+# `make bench` takes about 10-15 minutes on 2 cores; `make bench-quick` is a
+# smoke run of under 2 minutes (fewer rounds, smaller sizes).
+BENCH_OUT := bench-out
+
+bench: $(VERSITYGW) $(BENCHSTAT)
+	mkdir -p $(BENCH_OUT)
+	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) run ./bench/cmd/benchrounds -plan full -bin $(BENCH_OUT)/bench.test -dir bench \
+		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
+
+bench-quick: $(VERSITYGW) $(BENCHSTAT)
+	mkdir -p $(BENCH_OUT)/quick
+	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) run ./bench/cmd/benchrounds -plan quick -bin $(BENCH_OUT)/bench.test -dir bench \
+		-out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
+
 clean:
 	rm -rf $(BIN) .s3data bench-out

@@ -1,0 +1,183 @@
+package main
+
+// group is one benchmark function and the sub-benchmarks to run of it: the
+// cross product of dims, each run once per round as its own process.
+type group struct {
+	name  string     // file stem under the output folder
+	bench string     // the benchmark function
+	dims  [][]string // sub-benchmark names, one list per level
+	// times gives the -benchtime of the runs whose path holds the key;
+	// the others run once ("1x").
+	times map[string]string
+	// benchstat holds the arguments of each benchstat table of the group,
+	// the input file aside.
+	benchstat [][]string
+}
+
+// runs returns the sub-benchmark paths of g, in order.
+func (g group) runs() [][]string {
+	paths := [][]string{{g.bench}}
+	for _, level := range g.dims {
+		var next [][]string
+		for _, p := range paths {
+			for _, v := range level {
+				next = append(next, append(append([]string(nil), p...), v))
+			}
+		}
+		paths = next
+	}
+	return paths
+}
+
+func (g group) benchtime(path []string) string {
+	for _, p := range path {
+		if t, ok := g.times[p]; ok {
+			return t
+		}
+	}
+	return "1x"
+}
+
+// plans are what `make bench` (full) and `make bench-quick` (quick) run.
+var plans = map[string]struct {
+	rounds int
+	groups []group
+}{
+	"full": {6, []group{
+		uploadGroup([]string{"size=64MiB", "size=256MiB", "size=1GiB"}, map[string]string{"size=64MiB": "3x"}),
+		checkpointGroup("size=1GiB"),
+		memoryGroup("size=256MiB", "size=2GiB"),
+		persistGroup("20x"),
+		recoverGroup("20x"),
+		pipelineGroup("records=1000000"),
+	}},
+	"quick": {5, []group{
+		uploadGroup([]string{"size=64MiB"}, nil),
+		checkpointGroup("size=256MiB"),
+		memoryGroup("size=256MiB"),
+		persistGroup("5x"),
+		recoverGroup("5x"),
+		pipelineGroup("records=100000"),
+	}},
+}
+
+func uploadGroup(sizes []string, times map[string]string) group {
+	return group{
+		name: "upload", bench: "BenchmarkUpload",
+		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=ceiling", "side=stream-unsigned"}},
+		times: times,
+		benchstat: [][]string{
+			{"-col", "/side@(uploader stream)"},
+			{"-col", "/side@(ceiling stream)"},
+			{"-col", "/side@(stream stream-unsigned)"},
+		},
+	}
+}
+
+func checkpointGroup(size string) group {
+	return group{
+		name: "checkpoint", bench: "BenchmarkCheckpointOverhead",
+		dims:      [][]string{{size}, {"side=never", "side=1s", "side=100ms"}},
+		benchstat: [][]string{{"-col", "/side@(never 1s 100ms)"}},
+	}
+}
+
+func memoryGroup(sizes ...string) group {
+	return group{
+		name: "memory", bench: "BenchmarkPeakMemory",
+		dims:      [][]string{sizes},
+		benchstat: [][]string{{"-col", "/size@(256MiB 2GiB)"}},
+	}
+}
+
+func persistGroup(times string) group {
+	return group{
+		name: "persist", bench: "BenchmarkPersist",
+		dims:      [][]string{{"parts=10", "parts=1000", "parts=10000"}},
+		times:     map[string]string{"BenchmarkPersist": times},
+		benchstat: [][]string{{"-col", "/parts@(10 1000 10000)"}},
+	}
+}
+
+func recoverGroup(times string) group {
+	return group{
+		name: "recover", bench: "BenchmarkRecover",
+		dims:      [][]string{{"tail=0", "tail=1MiB", "tail=8MiB-1"}},
+		times:     map[string]string{"BenchmarkRecover": times},
+		benchstat: [][]string{{"-col", "/tail@(0 1MiB 8MiB-1)"}},
+	}
+}
+
+func pipelineGroup(records string) group {
+	return group{
+		name: "pipeline", bench: "BenchmarkPipeline",
+		dims:      [][]string{{records}, {"side=sink", "side=textio"}},
+		benchstat: [][]string{{"-col", "/side@(textio sink)"}},
+	}
+}
+
+// A check is one line of the summary: a ratio between two benchmarks with
+// its interval, or a bound on one benchmark's values, and the goal it meets
+// or misses.
+type check struct {
+	title string
+	// base and test are benchmark names without the GOMAXPROCS suffix; base
+	// is empty for a bound.
+	base, test string
+	unit       string
+	// higher: a larger value is better and the ratio is of throughputs
+	// (sec/op is inverted); otherwise the ratio is test/base as measured.
+	throughput bool
+	// op and goal: the ratio (or, for a bound, every value) must be >= or
+	// <= goal; op "" means no goal (information only).
+	op   string
+	goal float64
+}
+
+func checks() []check {
+	var cs []check
+	for _, size := range []string{"64MiB", "256MiB", "1GiB"} {
+		u := "BenchmarkUpload/size=" + size + "/side="
+		cs = append(cs,
+			check{title: "Stream vs manager.Uploader, " + size + ": throughput", base: u + "uploader", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
+			check{title: "Stream vs manager.Uploader, " + size + ": B/MiB", base: u + "uploader", test: u + "stream", unit: "B/MiB"},
+			check{title: "Stream vs ceiling, " + size + ": throughput", base: u + "ceiling", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 0.95},
+			check{title: "Prototype (UNSIGNED-PAYLOAD) vs stream, " + size + ": throughput", base: u + "stream", test: u + "stream-unsigned", unit: "sec/op", throughput: true},
+			check{title: "Prototype (UNSIGNED-PAYLOAD) vs manager.Uploader, " + size + ": throughput", base: u + "uploader", test: u + "stream-unsigned", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
+		)
+	}
+	cs = append(cs,
+		check{title: "Stream B/MiB, 1GiB vs 64MiB (allocation flat in size)", base: "BenchmarkUpload/size=64MiB/side=stream", test: "BenchmarkUpload/size=1GiB/side=stream", unit: "B/MiB", op: "<=", goal: 1.0},
+	)
+	for _, size := range []string{"256MiB", "1GiB"} {
+		c := "BenchmarkCheckpointOverhead/size=" + size + "/side="
+		cs = append(cs,
+			check{title: "Persist every 1s vs never, " + size + ": throughput", base: c + "never", test: c + "1s", unit: "sec/op", throughput: true, op: ">=", goal: 0.90},
+			check{title: "Persist every 100ms vs never, " + size + ": throughput", base: c + "never", test: c + "100ms", unit: "sec/op", throughput: true},
+		)
+	}
+	const mem = "BenchmarkPeakMemory/size="
+	cs = append(cs,
+		check{title: "Peak live heap, 2GiB vs 256MiB (flat)", base: mem + "256MiB", test: mem + "2GiB", unit: "live-heap-MiB", op: "<=", goal: 1.10},
+		check{title: "Peak heap, 2GiB vs 256MiB (flat)", base: mem + "256MiB", test: mem + "2GiB", unit: "heap-MiB", op: "<=", goal: 1.10},
+		check{title: "Peak RSS, 2GiB vs 256MiB (flat)", base: mem + "256MiB", test: mem + "2GiB", unit: "RSS-MiB", op: "<=", goal: 1.10},
+		check{title: "Stream's peak heap, 256MiB: within 8MiB x 5 + 8MiB", test: mem + "256MiB", unit: "stream-heap-MiB", op: "<=", goal: 48},
+		check{title: "Stream's peak heap, 2GiB: within 8MiB x 5 + 8MiB", test: mem + "2GiB", unit: "stream-heap-MiB", op: "<=", goal: 48},
+		check{title: "Token bytes, 10,000 vs 10 parts (constant)", base: "BenchmarkPersist/parts=10", test: "BenchmarkPersist/parts=10000", unit: "token-B", op: "<=", goal: 1.0},
+		check{title: "Token bytes at 10,000 parts (under 1 KiB)", test: "BenchmarkPersist/parts=10000", unit: "token-B", op: "<=", goal: 1024},
+		check{title: "Persist latency, 1,000 vs 10 parts", base: "BenchmarkPersist/parts=10", test: "BenchmarkPersist/parts=1000", unit: "sec/op"},
+		check{title: "Persist latency, 10,000 vs 10 parts", base: "BenchmarkPersist/parts=10", test: "BenchmarkPersist/parts=10000", unit: "sec/op"},
+	)
+	for _, tail := range []string{"0", "1MiB", "8MiB-1"} {
+		cs = append(cs, check{title: "Recover, tail " + tail + ": GetObject calls per recover (at most one)", test: "BenchmarkRecover/tail=" + tail, unit: "GetObject/op", op: "<=", goal: 1})
+	}
+	cs = append(cs,
+		check{title: "Recover latency, tail 1MiB vs 0", base: "BenchmarkRecover/tail=0", test: "BenchmarkRecover/tail=1MiB", unit: "sec/op"},
+		check{title: "Recover latency, tail 8MiB-1 vs 0", base: "BenchmarkRecover/tail=0", test: "BenchmarkRecover/tail=8MiB-1", unit: "sec/op"},
+	)
+	for _, records := range []string{"100000", "1000000"} {
+		p := "BenchmarkPipeline/records=" + records + "/side="
+		cs = append(cs, check{title: "sink.Write vs textio.Write (s3://), " + records + " records: records/s", base: p + "textio", test: p + "sink", unit: "sec/op", throughput: true, op: ">=", goal: 1.0})
+	}
+	return cs
+}

@@ -1,0 +1,17 @@
+// Package bench measures s3once against the tools a user would pick instead,
+// on the same machine, the same local S3 server (versitygw) and the same
+// bytes: recoverable.Stream against the AWS SDK's manager.Uploader and
+// against a bare loop of UploadPart calls, the cost of checkpoints, a
+// stream's peak memory, token sizes, persist and recover latency, and the
+// sink.Write pipeline against Beam's textio.Write on prism.
+//
+// The benchmarks are ordinary `go test -bench` functions. Each side of a
+// comparison is a sub-benchmark named side=<name>, so one run can interleave
+// the sides; `make bench` does that with the benchrounds program (see
+// cmd/benchrounds), which runs every side once per round, for several rounds,
+// and compares the sides with benchstat. BENCHMARKS.md at the repository root
+// holds the results.
+//
+// Nothing here is imported by the library: the package only holds the data
+// source and the memory sampler the benchmarks share.
+package bench
