@@ -1,0 +1,49 @@
+package example
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/s3once/s3once/sink"
+)
+
+// Outcome is what a finished run reports.
+type Outcome struct {
+	// Results are the committed files collected in this process (see
+	// Results); empty when the runner ran the pipeline elsewhere.
+	Results []sink.FileResult
+	// Counters are the pipeline's counters, "namespace/name" -> value, as
+	// far as the runner reports them.
+	Counters map[string]int64
+	// Elapsed is the wall time of the run, from submission to the end.
+	Elapsed time.Duration
+}
+
+// Run runs p on the runner named by Beam's --runner flag (the embedded
+// prism runner when unset) and waits for it to end. run is the ID Collect
+// returned. The error says the pipeline failed; the Outcome holds what it
+// committed so far.
+func Run(ctx context.Context, p *beam.Pipeline, run string) (Outcome, error) {
+	began := time.Now()
+	pr, err := beamx.RunWithMetrics(ctx, p)
+	out := Outcome{Results: Results(run), Counters: counters(pr), Elapsed: time.Since(began)}
+	if err != nil {
+		return out, fmt.Errorf("pipeline failed after %v: %w", out.Elapsed.Round(time.Millisecond), err)
+	}
+	return out, nil
+}
+
+func counters(pr beam.PipelineResult) map[string]int64 {
+	m := map[string]int64{}
+	if pr == nil {
+		return m
+	}
+	for _, c := range pr.Metrics().AllMetrics().Counters() {
+		m[c.Namespace()+"/"+c.Name()] += c.Result()
+	}
+	return m
+}

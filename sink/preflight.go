@@ -1,0 +1,634 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// ErrPreflight is wrapped by every error Preflight returns.
+var ErrPreflight = errors.New("s3once preflight failed")
+
+// preflightCallTimeout bounds each call of the preflight; preflightCleanup
+// bounds the removal of its probes, which runs even when ctx is done.
+const (
+	preflightCallTimeout = 30 * time.Second
+	preflightCleanup     = 30 * time.Second
+)
+
+// PreflightProblem is one thing Preflight found wrong.
+type PreflightProblem struct {
+	// Check says what was tried ("create a multipart upload", ...).
+	Check string
+	// Target is the s3:// URL the check used, if any.
+	Target string
+	// Permission is the IAM action the check needs, if that is the issue.
+	Permission string
+	// Hint says what to do about it.
+	Hint string
+	// Err is the failure.
+	Err error
+}
+
+func (p PreflightProblem) String() string {
+	var b strings.Builder
+	b.WriteString(p.Check)
+	if p.Target != "" {
+		b.WriteString(" (" + p.Target + ")")
+	}
+	b.WriteString(": ")
+	b.WriteString(p.Err.Error())
+	if p.Permission != "" {
+		b.WriteString(" [needs " + p.Permission + "]")
+	}
+	if p.Hint != "" {
+		b.WriteString("; " + p.Hint)
+	}
+	return b.String()
+}
+
+// PreflightError lists everything Preflight found wrong.
+type PreflightError struct {
+	Bucket   string
+	Endpoint string // "" for AWS
+	Problems []PreflightProblem
+	// Unchecked names the checks that were not run because an earlier
+	// problem made them pointless (an unreachable endpoint, rejected
+	// credentials, a missing bucket).
+	Unchecked []string
+	// Leftovers are probes that could not be removed (keys, upload IDs);
+	// the sweep removes them once they are older than its cutoff.
+	Leftovers []string
+}
+
+func (e *PreflightError) Error() string {
+	var b strings.Builder
+	where := "s3://" + e.Bucket
+	if e.Endpoint != "" {
+		where += " at " + e.Endpoint
+	}
+	n := len(e.Problems)
+	fmt.Fprintf(&b, "s3once preflight of %s found %d problem", where, n)
+	if n != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString(" (no data was written):")
+	for _, p := range e.Problems {
+		b.WriteString("\n  - " + p.String())
+	}
+	if len(e.Unchecked) > 0 {
+		b.WriteString("\n  not checked, because of the above: " + strings.Join(e.Unchecked, ", "))
+	}
+	if len(e.Leftovers) > 0 {
+		b.WriteString("\n  probes left behind (the sweep removes them): " + strings.Join(e.Leftovers, ", "))
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrPreflight and every problem's error, so that errors.Is
+// finds ErrInvalidConfig, committer.ErrConditionalWritesUnsupported and the
+// like.
+func (e *PreflightError) Unwrap() []error {
+	errs := []error{ErrPreflight}
+	for _, p := range e.Problems {
+		errs = append(errs, p.Err)
+	}
+	return errs
+}
+
+// Preflight checks, before a pipeline writes anything, that cfg can work:
+// the configuration itself (Validate), that the endpoint answers, that the
+// credentials are accepted, that the bucket exists, that every S3 call the
+// sink makes is allowed where the sink makes it, that the server takes the
+// CRC64NVME checksums the writer sends (unless DisableChecksums), and that
+// it honours If-None-Match on PutObject and on CompleteMultipartUpload,
+// which the exactly-once commit relies on.
+//
+// It runs on the driver with the driver's credentials: on a runner whose
+// workers have other credentials, the workers' permissions are not what it
+// checks.
+//
+// The calls it makes: ListObjectsV2 and ListMultipartUploads under the
+// prefixes; a multipart upload under the output prefix (create, upload part,
+// list parts, abort: never completed, so readers see nothing), HeadObject and
+// GetObject of a key that does not exist there; under the staging prefix, a
+// side object (put, get, delete), a multipart upload completed with
+// If-None-Match: * and then a second one that must be refused, both removed
+// with DeleteObjects; and committer.Preflight's probe of conditional
+// PutObject. Every probe is removed afterwards; one that cannot be is named
+// in the error, and the sweep removes it later.
+//
+// Preflight returns nil, or a *PreflightError (wrapping ErrPreflight) that
+// lists every problem found, not just the first.
+func Preflight(ctx context.Context, cfg Config) error {
+	pe := &PreflightError{Bucket: cfg.Bucket, Endpoint: cfg.Endpoint}
+	s, err := cfg.settings()
+	if err != nil {
+		pe.Problems = append(pe.Problems, PreflightProblem{Check: "check the configuration", Err: err})
+		var ok bool
+		if s, ok = connectionSettings(cfg); !ok {
+			pe.Unchecked = append(pe.Unchecked, "every S3 call (the configuration names no usable bucket, endpoint or credentials)")
+			return pe
+		}
+	}
+	client, err := s.newClient(ctx)
+	if err != nil {
+		pe.Problems = append(pe.Problems, PreflightProblem{Check: "load the AWS configuration", Err: err,
+			Hint: "check AWS_REGION, AWS_PROFILE and the shared config files"})
+		return pe
+	}
+	return preflight(ctx, client, s, pe)
+}
+
+// connectionSettings keeps what the S3 checks need of an invalid Config, if
+// that part of it is sound.
+func connectionSettings(c Config) (settings, bool) {
+	s := settings{
+		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
+		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, InlineTailMax: c.InlineTailMax,
+	}
+	if s.StagingPrefix == "" {
+		s.StagingPrefix = recoverable.DefaultStagingPrefix
+	}
+	if checkBucket(s.Bucket) != nil || (s.AccessKeyID == "") != (s.SecretAccessKey == "") || s.MaxAttempts < 0 {
+		return s, false
+	}
+	if s.Endpoint != "" {
+		if err := (Config{Bucket: "b", Endpoint: s.Endpoint}).Validate(); err != nil {
+			return s, false
+		}
+	}
+	if checkPath("Prefix", s.Prefix, MaxPrefixLen) != nil ||
+		checkPath("StagingPrefix", strings.TrimSuffix(s.StagingPrefix, "/"), MaxPrefixLen) != nil {
+		return s, false
+	}
+	return s, true
+}
+
+// preflight runs the S3 checks over api and returns pe if it holds problems.
+func preflight(ctx context.Context, api s3API, s settings, pe *PreflightError) error {
+	p := &prober{api: api, s: s, pe: pe, id: probeID()}
+	p.run(ctx)
+	p.cleanup(ctx)
+	if len(pe.Problems) == 0 && len(pe.Leftovers) == 0 {
+		return nil
+	}
+	if len(pe.Problems) == 0 {
+		pe.Problems = append(pe.Problems, PreflightProblem{Check: "remove the probes", Err: errors.New("some probes could not be removed")})
+	}
+	return pe
+}
+
+// prober runs the checks in order. After a fatal problem (the endpoint,
+// the credentials or the bucket), the rest are listed as unchecked.
+type prober struct {
+	api   s3API
+	s     settings
+	pe    *PreflightError
+	id    string
+	fatal bool
+
+	// What to remove at the end.
+	uploads []probeUpload
+	objects []string
+}
+
+type probeUpload struct{ key, id string }
+
+func probeID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// The checks, in order; each may depend on the ones before it.
+func (p *prober) run(ctx context.Context) {
+	bucket := p.s.Bucket
+	staging := strings.TrimSuffix(p.s.StagingPrefix, "/") + "/"
+	out := ""
+	if p.s.Prefix != "" {
+		out = p.s.Prefix + "/"
+	}
+	outKey := out + "_s3once_preflight/" + p.id
+	sideKey := staging + "preflight/" + p.id + "/side"
+	doneKey := staging + "preflight/" + p.id + "/complete"
+
+	// 1. The bucket, the endpoint and the credentials, through the listing
+	// the sink makes of side objects.
+	p.check(ctx, "list the staging prefix", bucket, staging, "s3:ListBucket", func(ctx context.Context) error {
+		_, err := p.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
+		return err
+	})
+	p.check(ctx, "list the output prefix", bucket, out, "s3:ListBucket", func(ctx context.Context) error {
+		_, err := p.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(out), MaxKeys: aws.Int32(1)})
+		return err
+	})
+	p.check(ctx, "list multipart uploads under the output prefix", bucket, out, "s3:ListBucketMultipartUploads", func(ctx context.Context) error {
+		_, err := p.api.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(out), MaxUploads: aws.Int32(1)})
+		return err
+	})
+
+	// 2. A file's upload under the output prefix, never completed.
+	body := bytes.Repeat([]byte("s3once preflight probe; safe to delete\n"), 4)
+	if id, ok := p.createUpload(ctx, "create a multipart upload under the output prefix", outKey); ok {
+		if etag, ok := p.uploadPart(ctx, "upload a part under the output prefix", outKey, id, 1, body); ok {
+			p.listParts(ctx, outKey, id, etag)
+		}
+		p.check(ctx, "abort a multipart upload", bucket, outKey, "s3:AbortMultipartUpload", func(ctx context.Context) error {
+			_, err := p.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(outKey), UploadId: aws.String(id)})
+			if err == nil {
+				p.forgetUpload(id)
+			}
+			return err
+		})
+	}
+	p.check(ctx, "look at an output key (HEAD)", bucket, outKey, "s3:GetObject", func(ctx context.Context) error {
+		_, err := p.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(outKey)})
+		return absentIsFine(err)
+	})
+	p.check(ctx, "read an output key", bucket, outKey, "s3:GetObject", func(ctx context.Context) error {
+		out, err := p.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(outKey)})
+		if err == nil {
+			out.Body.Close()
+		}
+		return absentIsFine(err)
+	})
+
+	// 3. A side object under the staging prefix: put, read back, delete.
+	sideOK := p.check(ctx, "put a side object", bucket, sideKey, "s3:PutObject", func(ctx context.Context) error {
+		in := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
+		if !p.s.DisableChecksums {
+			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
+			in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(recoverable.CRC64(body)))
+		}
+		_, err := p.api.PutObject(ctx, in)
+		if err == nil {
+			p.objects = append(p.objects, sideKey)
+		}
+		return err
+	})
+	if sideOK {
+		p.check(ctx, "read a side object", bucket, sideKey, "s3:GetObject", func(ctx context.Context) error {
+			out, err := p.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey)})
+			if err != nil {
+				return err
+			}
+			defer out.Body.Close()
+			var got bytes.Buffer
+			if _, err := got.ReadFrom(out.Body); err != nil {
+				return fmt.Errorf("read: %w", err)
+			}
+			if !bytes.Equal(got.Bytes(), body) {
+				return fmt.Errorf("read back %d bytes that differ from the %d written", got.Len(), len(body))
+			}
+			return nil
+		})
+		p.check(ctx, "delete a side object", bucket, sideKey, "s3:DeleteObject", func(ctx context.Context) error {
+			_, err := p.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey)})
+			if err == nil {
+				p.forgetObject(sideKey)
+			}
+			return err
+		})
+	}
+
+	// 4. A commit: complete an upload with If-None-Match: *, look at it,
+	// then check that a second conditional completion is refused.
+	p.conditionalComplete(ctx, doneKey, body)
+
+	// 5. Conditional PutObject, by the committer's own probe.
+	if p.fatal {
+		p.pe.Unchecked = append(p.pe.Unchecked, "conditional PutObject")
+		return
+	}
+	c, err := committer.New(p.api, committer.Options{MaxAttempts: 2, CallTimeout: preflightCallTimeout})
+	if err != nil {
+		p.add("set up the committer", "", "", "", err)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*preflightCallTimeout)
+	defer cancel()
+	res, err := c.Preflight(cctx, bucket, p.s.StagingPrefix)
+	switch {
+	case errors.Is(err, committer.ErrConditionalWritesUnsupported):
+		p.add("conditional PutObject (If-None-Match: *)", "s3://"+bucket+"/"+res.ProbeKey, "", "use a server that honours If-None-Match; s3once cannot keep a key written once without it", err)
+	case err != nil:
+		p.classify("conditional PutObject (If-None-Match: *)", bucket, res.ProbeKey, "s3:PutObject", err)
+	}
+	// The committer deletes its probe; delete it again in the clean-up in
+	// case that failed (a missing key is no error there).
+	if res.ProbeKey != "" {
+		p.objects = append(p.objects, res.ProbeKey)
+	}
+}
+
+// conditionalComplete completes a small upload at key with If-None-Match: *
+// (as a commit does), checks it with HEAD, then expects a second conditional
+// completion at the same key to be refused.
+func (p *prober) conditionalComplete(ctx context.Context, key string, body []byte) {
+	bucket := p.s.Bucket
+	first, ok := p.createUpload(ctx, "create a multipart upload under the staging prefix", key)
+	if !ok {
+		return
+	}
+	etag, ok := p.uploadPart(ctx, "upload a part under the staging prefix", key, first, 1, body)
+	if !ok {
+		return
+	}
+	completed := p.check(ctx, "complete a multipart upload with If-None-Match: *", bucket, key, "s3:PutObject", func(ctx context.Context) error {
+		_, err := p.api.CompleteMultipartUpload(ctx, p.completeInput(key, first, etag, body))
+		if err == nil {
+			p.forgetUpload(first)
+			p.objects = append(p.objects, key)
+		} else if rejectsHeader(err) {
+			return fmt.Errorf("%w: %w", committer.ErrConditionalWritesUnsupported, err)
+		}
+		return err
+	})
+	if !completed {
+		return
+	}
+	p.check(ctx, "look at a committed object (HEAD)", bucket, key, "s3:GetObject", func(ctx context.Context) error {
+		out, err := p.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil {
+			return err
+		}
+		if n := aws.ToInt64(out.ContentLength); n != int64(len(body)) {
+			return fmt.Errorf("the completed object holds %d bytes, %d were uploaded", n, len(body))
+		}
+		return nil
+	})
+	second, ok := p.createUpload(ctx, "create a second multipart upload under the staging prefix", key)
+	if !ok {
+		return
+	}
+	other := append([]byte("second "), body...)
+	etag, ok = p.uploadPart(ctx, "upload a part under the staging prefix", key, second, 1, other)
+	if !ok {
+		return
+	}
+	p.check(ctx, "refuse a second completion with If-None-Match: *", bucket, key, "", func(ctx context.Context) error {
+		_, err := p.api.CompleteMultipartUpload(ctx, p.completeInput(key, second, etag, other))
+		switch {
+		case err == nil:
+			p.forgetUpload(second)
+			return fmt.Errorf("%w: a second CompleteMultipartUpload with If-None-Match: * replaced the object", committer.ErrConditionalWritesUnsupported)
+		case status(err) == http.StatusPreconditionFailed || status(err) == http.StatusConflict ||
+			recoverable.ErrorCode(err) == "PreconditionFailed" || recoverable.ErrorCode(err) == "ConditionalRequestConflict":
+			return nil
+		case rejectsHeader(err):
+			return fmt.Errorf("%w: %w", committer.ErrConditionalWritesUnsupported, err)
+		}
+		return err
+	})
+}
+
+func (p *prober) completeInput(key, id, etag string, body []byte) *s3.CompleteMultipartUploadInput {
+	part := types.CompletedPart{PartNumber: aws.Int32(1), ETag: aws.String(etag)}
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(p.s.Bucket), Key: aws.String(key), UploadId: aws.String(id),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{part}},
+		MpuObjectSize:   aws.Int64(int64(len(body))),
+		IfNoneMatch:     aws.String("*"),
+	}
+	if !p.s.DisableChecksums {
+		crc := aws.String(recoverable.EncodeCRC(recoverable.CRC64(body)))
+		in.MultipartUpload.Parts[0].ChecksumCRC64NVME = crc
+		in.ChecksumCRC64NVME = crc
+		in.ChecksumType = types.ChecksumTypeFullObject
+	}
+	return in
+}
+
+func (p *prober) createUpload(ctx context.Context, what, key string) (string, bool) {
+	var id string
+	ok := p.check(ctx, what, p.s.Bucket, key, "s3:PutObject", func(ctx context.Context) error {
+		in := &s3.CreateMultipartUploadInput{Bucket: aws.String(p.s.Bucket), Key: aws.String(key)}
+		if !p.s.DisableChecksums {
+			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
+			in.ChecksumType = types.ChecksumTypeFullObject
+		}
+		out, err := p.api.CreateMultipartUpload(ctx, in)
+		if err != nil {
+			return err
+		}
+		id = aws.ToString(out.UploadId)
+		if id == "" {
+			return errors.New("the server returned an empty upload ID")
+		}
+		p.uploads = append(p.uploads, probeUpload{key: key, id: id})
+		return nil
+	})
+	return id, ok
+}
+
+func (p *prober) uploadPart(ctx context.Context, what, key, id string, n int32, body []byte) (string, bool) {
+	var etag string
+	ok := p.check(ctx, what, p.s.Bucket, key, "s3:PutObject", func(ctx context.Context) error {
+		in := &s3.UploadPartInput{
+			Bucket: aws.String(p.s.Bucket), Key: aws.String(key), UploadId: aws.String(id),
+			PartNumber: aws.Int32(n), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+		}
+		if !p.s.DisableChecksums {
+			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
+			in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(recoverable.CRC64(body)))
+		}
+		out, err := p.api.UploadPart(ctx, in)
+		if err != nil {
+			return err
+		}
+		etag = aws.ToString(out.ETag)
+		return nil
+	})
+	return etag, ok
+}
+
+func (p *prober) listParts(ctx context.Context, key, id, etag string) {
+	p.check(ctx, "list the parts of a multipart upload", p.s.Bucket, key, "s3:ListMultipartUploadParts", func(ctx context.Context) error {
+		out, err := p.api.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(p.s.Bucket), Key: aws.String(key), UploadId: aws.String(id)})
+		if err != nil {
+			return err
+		}
+		if len(out.Parts) != 1 || strings.Trim(aws.ToString(out.Parts[0].ETag), `"`) != strings.Trim(etag, `"`) {
+			return fmt.Errorf("the server lists %d parts, not the one just uploaded", len(out.Parts))
+		}
+		return nil
+	})
+}
+
+// check runs one call, unless a fatal problem came before, and records its
+// failure. It reports whether the call succeeded.
+func (p *prober) check(ctx context.Context, what, bucket, key, perm string, fn func(context.Context) error) bool {
+	if p.fatal {
+		p.pe.Unchecked = append(p.pe.Unchecked, what)
+		return false
+	}
+	if err := ctx.Err(); err != nil {
+		p.add(what, "", "", "", context.Cause(ctx))
+		p.fatal = true
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, preflightCallTimeout)
+	defer cancel()
+	if err := fn(cctx); err != nil {
+		p.classify(what, bucket, key, perm, err)
+		return false
+	}
+	return true
+}
+
+// classify records a failed call, and says whether nothing else can work.
+func (p *prober) classify(what, bucket, key, perm string, err error) {
+	target := "s3://" + bucket + "/" + key
+	code := recoverable.ErrorCode(err)
+	switch {
+	case errors.Is(err, committer.ErrConditionalWritesUnsupported):
+		p.add(what, target, "", "use a server that honours If-None-Match on PutObject and CompleteMultipartUpload; s3once cannot keep a key written once without it", err)
+	case unreachable(err):
+		p.fatal = true
+		ep := p.s.Endpoint
+		if ep == "" {
+			ep = "AWS S3"
+		}
+		p.add("reach the S3 endpoint", ep, "", "check --s3-endpoint (or Config.Endpoint), that the server runs, and the network", err)
+	case credentialsProblem(err):
+		p.fatal = true
+		p.add("authenticate", "", "", "the credentials were rejected or none were found: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE (or Config.AccessKeyID and SecretAccessKey) and the clock", err)
+	case code == "NoSuchBucket":
+		p.fatal = true
+		p.add("find the bucket", "s3://"+bucket, "", "create the bucket, or fix the bucket name", err)
+	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status(err) == http.StatusMovedPermanently:
+		p.fatal = true
+		p.add("reach the bucket in its region", "s3://"+bucket, "", "set the bucket's region (--s3-region, Config.Region or AWS_REGION)", err)
+	case code == "AccessDenied" || status(err) == http.StatusForbidden:
+		p.add(what, target, perm, "", err)
+	case !p.s.DisableChecksums && checksumRejected(err):
+		p.add(what, target, "", "the server rejects the CRC64NVME checksum headers: set DisableChecksums (--s3-disable-checksums)", err)
+	default:
+		p.add(what, target, "", "", err)
+	}
+}
+
+func (p *prober) add(check, target, perm, hint string, err error) {
+	p.pe.Problems = append(p.pe.Problems, PreflightProblem{Check: check, Target: target, Permission: perm, Hint: hint, Err: err})
+}
+
+func (p *prober) forgetUpload(id string) {
+	for i, u := range p.uploads {
+		if u.id == id {
+			p.uploads = append(p.uploads[:i], p.uploads[i+1:]...)
+			return
+		}
+	}
+}
+
+func (p *prober) forgetObject(key string) {
+	for i, k := range p.objects {
+		if k == key {
+			p.objects = append(p.objects[:i], p.objects[i+1:]...)
+			return
+		}
+	}
+}
+
+// cleanup removes what the probes left, on a context of its own.
+func (p *prober) cleanup(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), preflightCleanup)
+	defer cancel()
+	bucket := p.s.Bucket
+	for _, u := range p.uploads {
+		_, err := p.api.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(u.key), UploadId: aws.String(u.id)})
+		if err != nil && !recoverable.IsNotFound(err) {
+			p.pe.Leftovers = append(p.pe.Leftovers, fmt.Sprintf("upload %s of s3://%s/%s (%v)", u.id, bucket, u.key, err))
+		}
+	}
+	p.uploads = nil
+	if len(p.objects) == 0 {
+		return
+	}
+	// DeleteObjects is how the committer removes side objects.
+	ids := make([]types.ObjectIdentifier, len(p.objects))
+	for i, k := range p.objects {
+		ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
+	}
+	out, err := p.api.DeleteObjects(cctx, &s3.DeleteObjectsInput{Bucket: aws.String(bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+	if err == nil && len(out.Errors) > 0 {
+		e := out.Errors[0]
+		err = fmt.Errorf("%d of %d keys not deleted, first %s: %s %s", len(out.Errors), len(ids), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
+	}
+	if err != nil {
+		p.classify("delete objects in a batch (DeleteObjects)", bucket, p.objects[0], "s3:DeleteObject", err)
+		for _, k := range p.objects {
+			if _, derr := p.api.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); derr != nil && !recoverable.IsNotFound(derr) {
+				p.pe.Leftovers = append(p.pe.Leftovers, "s3://"+bucket+"/"+k)
+			}
+		}
+	}
+	p.objects = nil
+}
+
+// absentIsFine turns "no such key" into success: the probe key is new.
+func absentIsFine(err error) error {
+	if err == nil || recoverable.ErrorCode(err) == "NoSuchKey" || recoverable.ErrorCode(err) == "NotFound" || status(err) == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+func status(err error) int { return recoverable.StatusCode(err) }
+
+// unreachable reports whether err says no connection could be made (a
+// refused or failed dial, an unknown host). A connection reset halfway is
+// not that: it is reported as the call's own problem.
+func unreachable(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// credentialsProblem reports whether err says the credentials were rejected
+// or could not be found.
+func credentialsProblem(err error) bool {
+	switch recoverable.ErrorCode(err) {
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidSecurity", "MissingSecurityHeader":
+		return true
+	}
+	// The SDK reports a missing credential chain without a type of its own.
+	msg := err.Error()
+	return strings.Contains(msg, "get credentials") || strings.Contains(msg, "failed to refresh cached credentials")
+}
+
+// checksumRejected reports whether err is a server refusing the checksum
+// headers.
+func checksumRejected(err error) bool {
+	switch recoverable.ErrorCode(err) {
+	case "InvalidArgument", "NotImplemented", "InvalidRequest":
+		return strings.Contains(strings.ToLower(err.Error()), "checksum")
+	}
+	return false
+}
+
+// rejectsHeader reports whether err is a server refusing If-None-Match
+// outright.
+func rejectsHeader(err error) bool {
+	return recoverable.ErrorCode(err) == "NotImplemented" || status(err) == http.StatusNotImplemented
+}
