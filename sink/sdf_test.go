@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
@@ -70,7 +71,10 @@ type runner struct {
 	t      testing.TB
 	s      settings
 	client *s3.Client
+	api    s3API // when set, used instead of client by the DoFns
 	rng    *rand.Rand
+
+	onFinalize func(*fakeFinalizer) // when set, receives each successful bundle's callbacks
 
 	checkpointP float64 // chance of a checkpoint at each sync point
 	crashP      float64 // chance that a bundle crashes
@@ -121,9 +125,12 @@ func (r *runner) run(b batch) []pendingFile {
 		fn := &writeFilesFn{S: r.s}
 		crash := r.rng.Float64() < r.crashP
 		var client s3API = r.client
+		if r.api != nil {
+			client = r.api
+		}
 		if crash {
 			r.crashes++
-			fc := s3fault.New(r.client)
+			fc := s3fault.New(client)
 			var calls atomic.Int64
 			limit := int64(r.rng.IntN(12))
 			fc.OnAny(func(s3fault.Call) s3fault.Kind {
@@ -183,19 +190,27 @@ func (r *runner) run(b batch) []pendingFile {
 			if !rt.IsDone() {
 				t.Fatalf("primary %v is not done after the checkpoint", p)
 			}
-			if r.rng.Float64() < r.finalizeP {
-				bf.run(t)
-			}
+			r.finalize(bf)
 			rest = r.roundTripRestriction(res.(restriction))
 			continue
 		}
 		if !rt.IsDone() {
 			t.Fatalf("the writer stopped before the end of %v", rt.GetRestriction())
 		}
-		if r.rng.Float64() < r.finalizeP {
-			bf.run(t)
-		}
+		r.finalize(bf)
 		return out
+	}
+}
+
+// finalize hands a successful bundle's callbacks over, or runs them with
+// probability finalizeP.
+func (r *runner) finalize(bf *fakeFinalizer) {
+	if r.onFinalize != nil {
+		r.onFinalize(bf)
+		return
+	}
+	if r.rng.Float64() < r.finalizeP {
+		bf.run(r.t)
 	}
 }
 
@@ -204,7 +219,11 @@ func (r *runner) run(b batch) []pendingFile {
 func (r *runner) commitAll(pending []pendingFile) []FileResult {
 	t := r.t
 	fn := &commitFn{S: r.s}
-	if err := fn.init(r.client); err != nil {
+	var client s3API = r.client
+	if r.api != nil {
+		client = r.api
+	}
+	if err := fn.init(client); err != nil {
 		t.Fatal(err)
 	}
 	all := slices.Clone(pending)
@@ -376,4 +395,91 @@ func TestWriterRetrySimulatedParts(t *testing.T) {
 	t.Logf("%d bundles, %d checkpoints, %d crashes", r.bundles, r.checkpoints, r.crashes)
 	sweep(t, c, bucket)
 	checkClean(t, c, bucket)
+}
+
+// TestCommitPaths checks that files are committed once, whichever of the
+// bundle-finalization callback and the commit stage gets there first, or
+// when both run at once, or when the callbacks never run.
+func TestCommitPaths(t *testing.T) {
+	for _, mode := range []string{"callbacks-first", "no-callbacks", "concurrent"} {
+		t.Run(mode, func(t *testing.T) {
+			bucket := srv.Bucket(t)
+			c := testClient()
+			log := s3fault.New(c)
+			cf := testConfig(bucket, "out")
+			cf.MaxFileBytes = 4 << 10
+			cf.CheckpointBytes = 1 << 10
+			st, err := cf.settings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &runner{t: t, s: st, client: c, api: log, rng: rand.New(rand.NewPCG(5, 5)), checkpointP: 0.3}
+			// Keep the callbacks instead of running them per bundle.
+			var cbs []func() error
+			r.onFinalize = func(bf *fakeFinalizer) { cbs = append(cbs, bf.cbs...) }
+			pending := r.run(randomBatch(9, 600, 40))
+			if len(pending) < 4 || len(cbs) != len(pending) {
+				t.Fatalf("%d files, %d callbacks", len(pending), len(cbs))
+			}
+			var res []FileResult
+			switch mode {
+			case "callbacks-first":
+				for _, cb := range cbs {
+					if err := cb(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res = r.commitAll(pending)
+			case "no-callbacks":
+				res = r.commitAll(pending)
+			case "concurrent":
+				var wg sync.WaitGroup
+				for _, cb := range cbs {
+					wg.Add(1)
+					go func() { defer wg.Done(); _ = cb() }()
+				}
+				res = r.commitAll(pending)
+				wg.Wait()
+			}
+			// Successful completions by key, and the uploads they completed.
+			completed := map[string]int{}
+			uploads := map[string]map[string]bool{}
+			for _, call := range log.Calls() {
+				if call.Op == s3fault.CompleteMultipartUpload && call.Err == nil {
+					completed[call.Key]++
+					if uploads[call.Key] == nil {
+						uploads[call.Key] = map[string]bool{}
+					}
+					uploads[call.Key][aws.ToString(call.Input.(*s3.CompleteMultipartUploadInput).UploadId)] = true
+				}
+			}
+			objs := readObjects(t, c, bucket, "out/")
+			var got []string
+			for k, v := range objs {
+				// Racing commits may both complete the one upload (S3 answers
+				// a repeated completion with 200); otherwise the second one
+				// only verifies. Never are two uploads completed for a key.
+				if n := completed[k]; n == 0 || (mode != "concurrent" && n != 1) || len(uploads[k]) != 1 {
+					t.Errorf("%s completed %d times, from %d uploads", k, n, len(uploads[k]))
+				}
+				got = append(got, lines(t, k, v)...)
+			}
+			if len(completed) != len(objs) || len(objs) != len(pending) {
+				t.Errorf("%d files pending, %d completed, %d objects", len(pending), len(completed), len(objs))
+			}
+			var want []string
+			for _, l := range randomBatch(9, 600, 40).Lines {
+				want = append(want, strings.TrimSuffix(string(l), "\n"))
+			}
+			sameMultiset(t, got, want)
+			keys := map[string]bool{}
+			for _, fr := range res {
+				keys[fr.Key] = true
+			}
+			if len(keys) != len(objs) {
+				t.Errorf("results name %d files, %d exist", len(keys), len(objs))
+			}
+			checkClean(t, c, bucket)
+		})
+	}
 }

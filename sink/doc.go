@@ -1,0 +1,158 @@
+// Package sink is s3once's Beam transform: it writes a PCollection to S3 as
+// files, exactly once, sharded, per destination and per window, in batch and
+// streaming pipelines.
+//
+//	files := sink.Write(s, records, sink.Config{
+//		Bucket:      "my-bucket",
+//		Prefix:      "events",
+//		Format:      "jsonl",
+//		Compression: "gzip",
+//		Destination: eventDay, // func(Event) string, registered with register.Function1x1
+//	})
+//
+// Write returns a PCollection<FileResult> with one element per committed file,
+// in the window its records came from, so a pipeline can go on from there
+// (record the files in a catalog, notify a consumer, ...).
+//
+// # What happens to the records
+//
+//  1. Encode formats each element as a record (its bytes, terminator
+//     included; see Format), picks its destination (Config.Destination) and
+//     its shard: a hash (FNV-64a) of the record's bytes modulo Config.Shards.
+//  2. A GroupByKey gathers the records of each (destination, shard), per
+//     window and pane.
+//  3. Batch sorts each group's records bytewise into one element, a batch.
+//  4. WriteFiles, a splittable DoFn, writes each batch as one or more files,
+//     each a multipart upload (see the recoverable package), and closes them.
+//  5. Each closed file's commit token goes through a Reshuffle to Commit,
+//     which completes the upload (see the committer package) and emits the
+//     file's FileResult.
+//
+// # Exactly once
+//
+// A file's name and its bytes are functions of the records it holds: its name
+// comes from (destination, window, pane, shard, file index), its records are
+// sorted, its shard is a hash of its records, and it rolls at places decided
+// by the records alone (their sizes and count). A retried bundle or a rerun of
+// the whole pipeline therefore writes the same bytes under the same names, and
+// the commit, which is conditional (If-None-Match) and verified (size and
+// CRC64NVME of the whole object), keeps exactly one copy. A rerun that would
+// put other bytes under a name (the input or the configuration changed) fails
+// loudly with committer.ErrKeyTaken instead of leaving two versions. Bytes
+// depend on Format, Compression, Shards, MaxFileBytes, MaxFileRecords and, for
+// compressed files below 1 MiB, CheckpointBytes; compressed bytes may also
+// change with the version of the compression library, so keep versions fixed
+// between a run and its reruns.
+//
+// A FileResult can reach downstream transforms more than once: Beam retries
+// bundles, and the commit stage may run again for a file it already
+// committed. Consumers should key on (Bucket, Key), which names the file
+// uniquely; the other fields of two results with the same key are equal.
+//
+// # The writer and its checkpoints
+//
+// WriteFiles' element is a batch; its restriction is the range of records
+// still to write plus, when a file is open, the file's resume token (encoded
+// with the coder package) and its size so far. Every min(CheckpointBytes,
+// 1 MiB) of records within a file is a sync point, and so is every file end:
+// compressed files end a gzip member or zstd frame there, so a file is a
+// concatenation of complete members whether or not a checkpoint happened. At a
+// sync point, once CheckpointBytes of records (or CheckpointInterval) have gone
+// by since the writer started on the element, it persists the open file,
+// arms its restriction tracker with the residual (the remaining records and
+// the token) and returns sdf.ResumeProcessingIn: the runner's TrySplit(0)
+// takes the residual, checkpoints it, and resumes it later, maybe on another
+// worker, which recovers the file from the token, tail included, and goes on.
+// Every other split the runner asks for is refused (a nil residual and a nil
+// error), since only the writer can make a token, at a point it chooses. The
+// initial restriction is never split either: the files of a batch are written
+// in order by one worker, so that where they roll does not depend on how the
+// runner splits.
+//
+// # Commit: the fast path and the guarantee
+//
+// Each closed file is committed twice over. The writer registers a
+// bundle-finalization callback that commits it as soon as the runner has made
+// the bundle's output durable (the fast path: prism and Dataflow call these).
+// And the writer emits the file's commit token to the commit stage, which
+// commits it again, idempotently (the guarantee: it runs on every runner and
+// after every retry). Whichever comes first completes the upload; the other
+// finds the object in place with the expected size and checksum and only
+// verifies it (the "commits_already_done" metric). The callback never
+// reports a failure, it logs it: the commit stage will commit the file.
+// Beam Go v2.77 loses the callbacks of a re-used execution plan after its
+// first finalization, which is one reason the commit stage is the guarantee.
+//
+// # Sizes and memory
+//
+// A batch holds every record of one shard of one destination, window and
+// pane, and a worker holds a whole batch in memory while it writes it (a
+// checkpoint's residual carries the batch again, so batches must be
+// elements). MaxBatchBytes bounds a batch; a larger shard fails the pipeline
+// with an error that names the destination, window and shard and says to
+// raise Shards (more, smaller shards) or MaxBatchBytes. A file never holds
+// more than one batch: files are at most min(MaxFileBytes, MaxBatchBytes)
+// bytes of records; to get larger files, raise MaxBatchBytes and
+// MaxFileBytes, or lower Shards. A writer also holds the file's part buffers,
+// PartSize x (Concurrency + 1) bytes. A record larger than MaxFileBytes fails
+// the pipeline.
+//
+// Shards defaults to DefaultShards (4) per destination, window and pane: the
+// number of files written in parallel for each, and the number of
+// MaxBatchBytes-sized batches one of them can hold.
+//
+// # Names
+//
+// Files are named
+//
+//	<Prefix>/<destination>/<window>-pane-<pane>-shard-<SSSSS>-of-<NNNNN>-file-<FFFFF><suffix>
+//
+// where <window> is "global" or the window's bounds in UTC
+// ("20240601T100000Z-20240601T110000Z"), <pane> the pane's index, SSSSS the
+// shard, NNNNN the number of shards, FFFFF the file's index in its shard (all
+// zero-padded to five digits), and <suffix> the format's extension followed by
+// the codec's (".jsonl.gz"). An empty Prefix or destination leaves out its
+// part and slash. An input with no records writes no file; no file is ever
+// empty.
+//
+// # Windows, panes and time
+//
+// Every window and every pane ends its files: a pane's records are written as
+// files of their own, named after the pane. To roll files by age in a
+// streaming pipeline, fire panes by processing time upstream of Write (for
+// example beam.Trigger(trigger.AfterEndOfWindow().EarlyFiring(
+// trigger.Repeat(trigger.AfterProcessingTime().PlusDelay(5*time.Minute))))),
+// which the runner makes durable, with discarding panes
+// (beam.PanesDiscard()): accumulating panes would write earlier records again.
+//
+// # Configuration and workers
+//
+// Write checks the Config and the input's type while the pipeline is built,
+// and panics with the problem, as Beam's own transforms do; TryWrite returns
+// it as an error, and Config.Validate checks a Config alone. The Config
+// travels to the workers inside the pipeline graph, as JSON: static
+// credentials in it are visible to anyone who can read the job. Workers build
+// their S3 client in Setup from it (the AWS SDK's default credential chain
+// unless static keys are given). Formats and codecs are chosen by name, so a
+// custom one must be registered (RegisterFormat, RegisterCodec) in an init
+// function of the program, which runs on every worker; a Destination must be
+// a top-level function registered with the register package.
+//
+// # Metrics
+//
+// Counters in the "s3once" namespace: records_written, bytes_written (object
+// bytes), parts_uploaded, files_closed, persists, tails_recovered (resumes
+// that restored a non-empty tail), files_committed (files the commit stage
+// confirmed), commits_already_done (of those, the ones it found already
+// committed), commit_retries (rounds the commit stage repeated after a
+// transient failure). Counters of failed bundles are dropped by the runner.
+//
+// # Left-overs
+//
+// A crashed or retried attempt can leave a multipart upload that no token
+// names any more, and side objects of checkpoints that were never taken. They
+// are invisible to readers (uploads are not objects; side objects live under
+// StagingPrefix), and committer.Sweep removes them: run it periodically, with
+// a cutoff longer than a file may stay open plus the time a checkpoint may be
+// restored from, or set an AbortIncompleteMultipartUpload lifecycle rule.
+package sink

@@ -1,0 +1,201 @@
+package sink
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/recoverable"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// fixtureToken is a resume token as a writer makes one: one full part and an
+// inline tail.
+func fixtureToken(t testing.TB) []byte {
+	t.Helper()
+	rr := recoverable.ResumeRecoverable{
+		Bucket: "bucket", Key: "out/d/global-pane-0-shard-00001-of-00003-file-00002.txt.gz",
+		UploadID: "upload-1", PartSize: 5 << 20, StagingPrefix: ".s3once/staging/", Seq: 3,
+		Parts: recoverable.Chain([]recoverable.Part{{Number: 1, Size: 5 << 20, ETag: `"0123456789abcdef"`, CRC: 0x1234}}),
+		Tail:  recoverable.Tail{Len: 5, CRC: recoverable.CRC64([]byte("hello")), Inline: []byte("hello")},
+	}
+	b, err := coder.EncodeResume(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fixtureBatch() batch {
+	return batch{Destination: "country=fr", Window: "20240601T100000Z-20240601T100100Z", Pane: 2, Shard: 1, Shards: 3,
+		Lines: [][]byte{[]byte(""), []byte("a\n"), []byte("b,c\n"), bytes.Repeat([]byte("x"), 200)}}
+}
+
+// golden compares enc with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, enc []byte) []byte {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, enc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(enc, want) {
+		t.Fatalf("encoding differs from %s: a change of the format needs a new version", path)
+	}
+	return want
+}
+
+func TestRestrictionGolden(t *testing.T) {
+	cases := map[string]restriction{
+		"restriction_v1_fresh.bin":     {Start: 0, End: 1500, FileIndex: 0},
+		"restriction_v1_next_file.bin": {Start: 700, End: 1500, FileIndex: 3},
+		"restriction_v1_token.bin": {Start: 812, End: 1500, FileIndex: 2, FileRecords: 95, FileBytes: 5<<20 + 5,
+			Token: fixtureToken(t)},
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			enc, err := encodeRestriction(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeRestriction(golden(t, name, enc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, r) {
+				t.Fatalf("decoded %+v, want %+v", got, r)
+			}
+		})
+	}
+}
+
+func TestBatchGolden(t *testing.T) {
+	b := fixtureBatch()
+	enc, err := encodeBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeBatch(golden(t, "batch_v1.bin", enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, b) {
+		t.Fatalf("decoded %+v, want %+v", got, b)
+	}
+}
+
+func TestRestrictionRejects(t *testing.T) {
+	good, err := encodeRestriction(restriction{Start: 3, End: 9, FileIndex: 1, FileRecords: 2, FileBytes: 10, Token: fixtureToken(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range good {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0x40
+		if _, err := decodeRestriction(bad); !errors.Is(err, errRestrictionEncoding) {
+			t.Fatalf("flipping byte %d: %v", i, err)
+		}
+	}
+	for n := range good {
+		if _, err := decodeRestriction(good[:n]); !errors.Is(err, errRestrictionEncoding) {
+			t.Fatalf("cut at %d: %v", n, err)
+		}
+	}
+	for _, r := range []restriction{
+		{Start: 5, End: 4},
+		{Start: 0, End: 4, FileRecords: 1},
+		{Start: 0, End: 4, Token: []byte("x")},
+		{Start: 0, End: 4, FileIndex: -1},
+	} {
+		if _, err := encodeRestriction(r); err == nil {
+			t.Errorf("encodeRestriction(%v) accepted an impossible restriction", r)
+		}
+	}
+}
+
+func TestBatchRejects(t *testing.T) {
+	good, err := encodeBatch(fixtureBatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range good {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0x01
+		if _, err := decodeBatch(bad); !errors.Is(err, errBatchEncoding) {
+			t.Fatalf("flipping byte %d: %v", i, err)
+		}
+	}
+	for n := range good {
+		if _, err := decodeBatch(good[:n]); !errors.Is(err, errBatchEncoding) {
+			t.Fatalf("cut at %d: %v", n, err)
+		}
+	}
+}
+
+func FuzzDecodeRestriction(f *testing.F) {
+	for _, name := range []string{"restriction_v1_fresh.bin", "restriction_v1_next_file.bin", "restriction_v1_token.bin"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte{})
+	f.Add([]byte("S3WR"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := decodeRestriction(data)
+		if err != nil {
+			if !errors.Is(err, errRestrictionEncoding) {
+				t.Fatalf("error %v does not wrap errRestrictionEncoding", err)
+			}
+			return
+		}
+		// What decodes is valid and canonical.
+		if err := r.validate(); err != nil {
+			t.Fatalf("decoded an invalid restriction %v: %v", r, err)
+		}
+		enc, err := encodeRestriction(r)
+		if err != nil {
+			t.Fatalf("re-encode %v: %v", r, err)
+		}
+		if !bytes.Equal(enc, data) {
+			t.Fatalf("%x decodes to %v, which encodes to %x", data, r, enc)
+		}
+	})
+}
+
+func FuzzDecodeBatch(f *testing.F) {
+	if b, err := os.ReadFile(filepath.Join("testdata", "batch_v1.bin")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte("S3WB\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := decodeBatch(data)
+		if err != nil {
+			if !errors.Is(err, errBatchEncoding) {
+				t.Fatalf("error %v does not wrap errBatchEncoding", err)
+			}
+			return
+		}
+		enc, err := encodeBatch(b)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		if !bytes.Equal(enc, data) {
+			t.Fatalf("%x decodes to a batch that encodes to %x", data, enc)
+		}
+	})
+}

@@ -1,0 +1,213 @@
+package sink
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+)
+
+func init() {
+	register.Function1x2(badDestination)
+}
+
+func badDestination(s string) (string, error) {
+	if strings.HasPrefix(s, "bad") {
+		return "", errors.New("no destination for bad records")
+	}
+	return "../" + s, nil
+}
+
+func TestTracker(t *testing.T) {
+	tr := newTracker(restriction{Start: 2, End: 6})
+	if !tr.TryClaim(int64(2)) || !tr.TryClaim(int64(3)) {
+		t.Fatal("claims in order must succeed")
+	}
+	if p, r, err := tr.TrySplit(0.5); r != nil || err != nil || !reflect.DeepEqual(p, restriction{Start: 2, End: 6}) {
+		t.Fatalf("TrySplit(0.5) = %v, %v, %v; want a refusal", p, r, err)
+	}
+	if _, r, err := tr.TrySplit(0); r != nil || err != nil {
+		t.Fatalf("TrySplit(0) without a checkpoint = %v, %v; want a refusal", r, err)
+	}
+	if tr.IsDone() {
+		t.Fatal("done halfway")
+	}
+	if err := tr.arm(restriction{Start: 5, End: 6}); err == nil {
+		t.Fatal("armed a residual that skips a record")
+	}
+	res := restriction{Start: 4, End: 6, FileIndex: 1}
+	if err := tr.arm(res); err != nil {
+		t.Fatal(err)
+	}
+	p, r, err := tr.TrySplit(0)
+	if err != nil || !reflect.DeepEqual(p, restriction{Start: 2, End: 4}) || !reflect.DeepEqual(r, res) {
+		t.Fatalf("checkpoint = %v, %v, %v", p, r, err)
+	}
+	if !tr.IsDone() || tr.TryClaim(int64(4)) {
+		t.Fatal("the primary must be done after the checkpoint")
+	}
+	if done, rem := tr.GetProgress(); done != 2 || rem != 0 {
+		t.Fatalf("progress %v, %v", done, rem)
+	}
+
+	tr = newTracker(restriction{Start: 0, End: 3})
+	if tr.TryClaim(int64(1)) || tr.GetError() == nil || tr.IsDone() {
+		t.Fatal("a claim out of order must fail the tracker")
+	}
+	tr = newTracker(restriction{Start: 0, End: 1})
+	if !tr.TryClaim(int64(0)) || tr.TryClaim(int64(1)) || !tr.IsDone() || tr.GetError() != nil {
+		t.Fatal("claiming past the end ends the restriction")
+	}
+}
+
+func TestWindowName(t *testing.T) {
+	at := func(s string) mtime.Time {
+		tt, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mtime.FromTime(tt)
+	}
+	cases := []struct {
+		w    beam.Window
+		want string
+	}{
+		{window.GlobalWindow{}, "global"},
+		{window.IntervalWindow{Start: at("2024-06-01T10:00:00Z"), End: at("2024-06-01T11:00:00Z")}, "20240601T100000Z-20240601T110000Z"},
+		{window.IntervalWindow{Start: at("2024-06-01T10:00:00.250Z"), End: at("2024-06-01T10:00:01Z")}, "20240601T100000.250Z-20240601T100001Z"},
+	}
+	for _, c := range cases {
+		if got, err := windowName(c.w); err != nil || got != c.want {
+			t.Errorf("windowName(%v) = %q, %v; want %q", c.w, got, err, c.want)
+		}
+	}
+}
+
+func TestFileKey(t *testing.T) {
+	st, err := testConfig("b", "out/").settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &batch{Destination: "country=fr", Window: "global", Pane: 0, Shard: 3, Shards: 16}
+	if got, want := fileKey(st, ".jsonl.gz", b, 12), "out/country=fr/global-pane-0-shard-00003-of-00016-file-00012.jsonl.gz"; got != want {
+		t.Errorf("fileKey = %q, want %q", got, want)
+	}
+	st.Prefix = ""
+	b.Destination = ""
+	if got, want := fileKey(st, ".txt", b, 0), "global-pane-0-shard-00003-of-00016-file-00000.txt"; got != want {
+		t.Errorf("fileKey = %q, want %q", got, want)
+	}
+	if err := checkKey(st, ".s3once/staging/x.txt"); err == nil {
+		t.Error("a key under the staging prefix was accepted")
+	}
+	if err := checkKey(st, strings.Repeat("k", 1025)); err == nil {
+		t.Error("a key over 1,024 bytes was accepted")
+	}
+}
+
+type csvRow struct {
+	Name  string
+	Count int
+	Ratio float64
+	OK    bool
+	At    time.Time
+	skip  int
+}
+
+type point struct{ X, Y int }
+
+func (p point) CSVRecord() []string { return []string{"p", strings.Repeat("*", p.X)} }
+
+func TestFormats(t *testing.T) {
+	at := time.Date(2024, 6, 1, 10, 0, 0, 5, time.FixedZone("x", 3600))
+	cases := []struct {
+		f    Format
+		elem any
+		want string
+	}{
+		{Text{}, "hello", "hello\n"},
+		{Text{}, []byte("bytes"), "bytes\n"},
+		{JSONLines{}, map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}` + "\n"},
+		{JSONLines{}, order{ID: 1, Country: "fr"}, `{"id":1,"country":"fr","note":""}` + "\n"},
+		{CSV{}, []string{"a", "b,c", `d"e`}, "a,\"b,c\",\"d\"\"e\"\n"},
+		{CSV{}, csvRow{Name: "n", Count: -3, Ratio: 0.5, OK: true, At: at}, "n,-3,0.5,true,2024-06-01T09:00:00.000000005Z\n"},
+		{CSV{}, point{X: 2}, "p,**\n"},
+		{CSV{Comma: ';'}, []string{"a", "b"}, "a;b\n"},
+	}
+	for _, c := range cases {
+		if tc, ok := c.f.(TypeChecker); ok {
+			if err := tc.CheckType(reflect.TypeOf(c.elem)); err != nil {
+				t.Errorf("%T.CheckType(%T): %v", c.f, c.elem, err)
+			}
+		}
+		got, err := c.f.Append([]byte("prefix:"), c.elem)
+		if err != nil || string(got) != "prefix:"+c.want {
+			t.Errorf("%T.Append(%v) = %q, %v; want %q", c.f, c.elem, got, err, c.want)
+		}
+	}
+	if _, err := (Text{}).Append(nil, "two\nlines"); err == nil || !strings.Contains(err.Error(), "newline") {
+		t.Errorf("a text record with a newline: %v", err)
+	}
+	if h := (CSV{Header: []string{"id", "total"}}).FileHeader(); string(h) != "id,total\n" {
+		t.Errorf("CSV header %q", h)
+	}
+	if err := (CSV{Comma: '\n'}).CheckType(reflect.TypeFor[[]string]()); err == nil {
+		t.Error("a newline delimiter was accepted")
+	}
+	if err := (CSV{}).CheckType(reflect.TypeFor[struct{ M map[string]int }]()); err == nil {
+		t.Error("a map field was accepted")
+	}
+	if err := (JSONLines{}).CheckType(reflect.TypeFor[func()]()); err == nil {
+		t.Error("a func was accepted")
+	}
+}
+
+// runFailing runs a pipeline that must fail with an error containing want.
+func runFailing(t *testing.T, cfg Config, in []string, want string) {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	Write(s, beam.CreateList(s, in), cfg)
+	err := ptest.Run(p)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("pipeline error = %v; want one containing %q", err, want)
+	}
+}
+
+// TestRuntimeErrors: data that breaks the configuration's limits fails the
+// pipeline with a message that names the problem and the remedy.
+func TestRuntimeErrors(t *testing.T) {
+	bucket := srv.Bucket(t)
+	big := make([]string, 300)
+	for i := range big {
+		big[i] = strings.Repeat("r", 90) + string(rune('a'+i%26))
+	}
+	t.Run("batch too large", func(t *testing.T) {
+		cfg := testConfig(bucket, "big")
+		cfg.Shards = 2
+		cfg.MaxBatchBytes = 4 << 10
+		runFailing(t, cfg, big, "raise Shards (now 2) so each shard holds less, or raise MaxBatchBytes")
+	})
+	t.Run("record too large", func(t *testing.T) {
+		cfg := testConfig(bucket, "rec")
+		cfg.MaxFileBytes = 1 << 10
+		cfg.MaxBatchBytes = 1 << 10
+		runFailing(t, cfg, []string{strings.Repeat("x", 2000)}, "a record of 2001 bytes exceeds MaxFileBytes (1024)")
+	})
+	t.Run("newline in text", func(t *testing.T) {
+		runFailing(t, testConfig(bucket, "nl"), []string{"ok", "not\nok"}, "record holds a newline")
+	})
+	t.Run("bad destination", func(t *testing.T) {
+		cfg := testConfig(bucket, "dest")
+		cfg.Destination = badDestination
+		runFailing(t, cfg, []string{"bad"}, "no destination for bad records")
+		runFailing(t, cfg, []string{"fine"}, `".." segment`)
+	})
+	checkClean(t, testClient(), bucket)
+}
