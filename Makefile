@@ -61,5 +61,15 @@ bench-quick: $(VERSITYGW) $(BENCHSTAT)
 	$(GO) run ./bench/cmd/benchrounds -plan quick -bin $(BENCH_OUT)/bench.test -dir bench \
 		-out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
 
+# Start a local S3 server (data in .s3data/), run the batch example through
+# sink.Write on the embedded runner, print the summary, stop the server.
+run: $(VERSITYGW)
+	$(GO) run ./cmd/s3once-run
+
+# The integration crash loops, 100 times over (make test runs 5).
+SOAK_LOOPS ?= 100
+soak: tools
+	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) $(GO) test -race -timeout 4h -run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath' -v ./integration/
+
 clean:
 	rm -rf $(BIN) .s3data bench-out

@@ -158,8 +158,8 @@ func (f *generateFn) doc(i int, sb *strings.Builder) Doc {
 			sb.WriteString(common[r.IntN(len(common))])
 		}
 	}
-	title := strings.ToUpper(t.words[r.IntN(len(t.words))][:1]) + t.words[r.IntN(len(t.words))][1:] +
-		" and " + t.words[r.IntN(len(t.words))]
+	first := t.words[r.IntN(len(t.words))]
+	title := strings.ToUpper(first[:1]) + first[1:] + " and " + t.words[r.IntN(len(t.words))]
 	return Doc{
 		ID:    fmt.Sprintf("doc-%09d", i),
 		Topic: t.name,

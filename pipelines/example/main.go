@@ -109,6 +109,9 @@ func (p Program) Main() int {
 	out, err := Run(ctx, pl, run)
 	if err != nil {
 		if cerr := context.Cause(ctx); cerr != nil {
+			if errors.Is(cerr, context.Canceled) {
+				return fail(ExitFailed, "interrupted after %v; the files committed so far stay, and running again with the same flags completes the rest", out.Elapsed.Round(time.Millisecond))
+			}
 			err = fmt.Errorf("%w (stopped: %w)", err, cerr)
 		}
 		if len(out.Results) > 0 {

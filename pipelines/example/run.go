@@ -30,18 +30,29 @@ type Outcome struct {
 func Run(ctx context.Context, p *beam.Pipeline, run string) (Outcome, error) {
 	began := time.Now()
 	pr, err := beamx.RunWithMetrics(ctx, p)
-	out := Outcome{Results: Results(run), Counters: counters(pr), Elapsed: time.Since(began)}
+	out := Outcome{Results: Results(run), Elapsed: time.Since(began), Counters: map[string]int64{}}
+	if err == nil {
+		out.Counters = counters(pr)
+	}
 	if err != nil {
 		return out, fmt.Errorf("pipeline failed after %v: %w", out.Elapsed.Round(time.Millisecond), err)
 	}
 	return out, nil
 }
 
-func counters(pr beam.PipelineResult) map[string]int64 {
-	m := map[string]int64{}
+// counters reads the run's counters. A runner result without metrics (the
+// universal runner's, when the job service could not report them) panics in
+// Metrics; that is taken as "no counters".
+func counters(pr beam.PipelineResult) (m map[string]int64) {
+	m = map[string]int64{}
 	if pr == nil {
 		return m
 	}
+	defer func() {
+		if recover() != nil {
+			m = map[string]int64{}
+		}
+	}()
 	for _, c := range pr.Metrics().AllMetrics().Counters() {
 		m[c.Namespace()+"/"+c.Name()] += c.Result()
 	}

@@ -55,7 +55,7 @@ func (s Summary) Write(w io.Writer) error {
 		fmt.Fprintf(b, "\nelapsed %v · %s/s · %s records/s\n", s.Elapsed.Round(time.Millisecond), HumanBytes(int64(float64(bytes)/secs)), Thousands(int64(float64(records)/secs)))
 	}
 	c := s.Counters
-	fmt.Fprintf(b, "checkpoints %d · tails recovered %d · parts uploaded %d · files verified by the commit stage %d (%d of them committed earlier, at bundle finalization or by an earlier run)\n",
+	fmt.Fprintf(b, "checkpoints %d · tails recovered %d · parts uploaded %d · files verified by the commit stage %d (%d of them already committed, at bundle finalization or by an earlier run)\n",
 		c["s3once/persists"], c["s3once/tails_recovered"], c["s3once/parts_uploaded"], c["s3once/files_committed"], c["s3once/commits_already_done"])
 	_, err := io.WriteString(w, b.String())
 	return err

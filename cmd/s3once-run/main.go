@@ -1,0 +1,221 @@
+// Command s3once-run is what `make run` runs: it starts a local S3 server
+// (versitygw, on 127.0.0.1, keeping its data as plain files under .s3data/),
+// runs the batch example on Beam's embedded prism runner, writing real files
+// through sink.Write, prints the summary and how to look at the files, and
+// stops the server it started, also on Ctrl-C or a failure.
+//
+// Running it again writes the same files, byte for byte: the sink finds them
+// committed and keeps them (the summary says how many were committed
+// earlier). Change --records or --seed together with --prefix, since a key
+// that already holds other bytes is refused, loudly.
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/pipelines/corpus"
+	"github.com/s3once/s3once/pipelines/example"
+	"github.com/s3once/s3once/sink"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.data, "data", "", "data folder of the S3 server (default: .s3data at the repository root)")
+	flag.StringVar(&o.bucket, "bucket", "demo", "bucket to write to (created if missing)")
+	flag.StringVar(&o.prefix, "prefix", "corpus", "key prefix of the files")
+	flag.IntVar(&o.records, "records", 100_000, "documents to generate")
+	flag.Uint64Var(&o.seed, "seed", 1, "corpus seed")
+	flag.BoolVar(&o.verbose, "verbose", false, "show the runner's logs")
+	flag.Parse()
+	beam.Init()
+	os.Exit(run(o))
+}
+
+type options struct {
+	data, bucket, prefix string
+	records              int
+	seed                 uint64
+	verbose              bool
+}
+
+func run(o options) int {
+	example.QuietLogs(o.verbose)
+	out := os.Stdout
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "\ns3once run: "+format+"\n", args...)
+		return 1
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if o.data == "" {
+		o.data = filepath.Join(root, ".s3data")
+	}
+
+	// The server is stopped by its PID on every way out: a return, Ctrl-C
+	// (the context ends, the pipeline stops, the deferred Stop runs), and a
+	// second Ctrl-C or a pipeline that does not stop in time (stopAndExit).
+	// If this process is killed outright, the kernel kills the server too
+	// (s3test sets the parent-death signal).
+	srv, err := s3test.Launch(s3test.Options{Root: o.data})
+	if err != nil {
+		return fail("start the S3 server: %v", err)
+	}
+	defer srv.Stop()
+	rel := relPath(root, o.data)
+	fmt.Fprintf(out, "S3 server (versitygw, pid %d) listening on %s, data in %s/\n", srv.PID(), srv.Endpoint(), rel)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		select {
+		case <-time.After(15 * time.Second):
+		case <-secondSignal():
+		}
+		fmt.Fprintln(os.Stderr, "\ns3once run: stopping now")
+		srv.Stop()
+		os.Exit(130)
+	}()
+
+	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})
+	if err := ensureBucket(ctx, client, o.bucket); err != nil {
+		return fail("%v", err)
+	}
+	cfg := sink.Config{
+		Bucket: o.bucket, Prefix: o.prefix,
+		Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+		Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
+	}
+	fmt.Fprintf(out, "preflight of s3://%s/%s/ ... ", o.bucket, o.prefix)
+	if err := sink.Preflight(ctx, cfg); err != nil {
+		fmt.Fprintln(out)
+		return fail("%v", err)
+	}
+	fmt.Fprintln(out, "ok (bucket, permissions, conditional writes)")
+
+	p, s := beam.NewPipelineWithRoot()
+	results, err := corpus.Write(s, corpus.Options{Records: o.records, Seed: o.seed}, cfg)
+	if err != nil {
+		return fail("build the pipeline: %v", err)
+	}
+	runID := example.Collect(s, results)
+	fmt.Fprintf(out, "writing %s generated documents as gzip JSON Lines with sink.Write on the embedded prism runner\n", example.Thousands(int64(o.records)))
+	prog := startProgress(ctx, out, client, o.bucket, o.prefix)
+	res, err := example.Run(ctx, p, runID)
+	prog.stop()
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return fail("interrupted after %v; the files committed so far stay, and running again completes the rest", res.Elapsed.Round(time.Millisecond))
+		}
+		if strings.Contains(err.Error(), "another object is at the key") {
+			return fail("%v\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", err, rel)
+		}
+		return fail("%v", err)
+	}
+	fmt.Fprintln(out)
+	sum := example.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}
+	if err := sum.Write(out); err != nil {
+		return fail("%v", err)
+	}
+	showFiles(out, rel, o.bucket, res.Results)
+	fmt.Fprintf(out, "\nstopping the S3 server (pid %d); the files stay in %s/ (make clean removes them)\n", srv.PID(), rel)
+	return 0
+}
+
+// showFiles tells how to look at the files and shows the first record of one.
+func showFiles(w io.Writer, data, bucket string, rs []sink.FileResult) {
+	if len(rs) == 0 {
+		return
+	}
+	first := filepath.Join(data, bucket, filepath.FromSlash(rs[0].Key))
+	fmt.Fprintf(w, "\nThe files are plain files under the server's data folder (folder = bucket, path = key):\n\n")
+	fmt.Fprintf(w, "  find %s -name '*.gz' | sort | head\n", filepath.Join(data, bucket, strings.SplitN(rs[0].Key, "/", 2)[0]))
+	fmt.Fprintf(w, "  zcat '%s' | head -n 2\n", first)
+	if line, err := firstLine(first); err == nil {
+		if len(line) > 160 {
+			line = line[:160] + "..."
+		}
+		fmt.Fprintf(w, "\nits first record:\n\n  %s\n", line)
+	}
+}
+
+func firstLine(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	if sc.Scan() {
+		return sc.Text(), nil
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.EOF
+}
+
+func ensureBucket(ctx context.Context, c *s3.Client, bucket string) error {
+	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") || strings.Contains(err.Error(), "BucketAlreadyExists") {
+		return nil
+	}
+	return fmt.Errorf("create bucket %s: %w", bucket, err)
+}
+
+// secondSignal fires on the next SIGINT or SIGTERM.
+func secondSignal() <-chan os.Signal {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	return c
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return dir, nil
+		}
+	}
+}
+
+func relPath(base, p string) string {
+	if r, err := filepath.Rel(base, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
