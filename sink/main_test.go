@@ -25,16 +25,28 @@ import (
 )
 
 // srv is the S3 server every test of the package shares; each test has its
-// own bucket.
-var srv *s3test.Server
+// own bucket. endpoint is its URL; a child process started by
+// TestCrashRerun gets it from the environment instead, and starts no server.
+var (
+	srv      *s3test.Server
+	endpoint string
+)
+
+// childEnv, when set, makes the test binary a child of TestCrashRerun.
+const childEnv = "S3ONCE_SINK_CHILD"
 
 func TestMain(m *testing.M) {
+	if ep := os.Getenv(childEnv); ep != "" {
+		endpoint = ep
+		os.Exit(ptest.MainRet(m))
+	}
 	var err error
 	srv, err = s3test.Launch(s3test.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	endpoint = srv.Endpoint()
 	code := ptest.MainRet(m)
 	srv.Stop()
 	os.Exit(code)
@@ -45,7 +57,7 @@ func testConfig(bucket, prefix string) Config {
 	return Config{
 		Bucket:          bucket,
 		Prefix:          prefix,
-		Endpoint:        srv.Endpoint(),
+		Endpoint:        endpoint,
 		Region:          s3test.Region,
 		PathStyle:       true,
 		AccessKeyID:     s3test.AccessKey,
@@ -53,7 +65,7 @@ func testConfig(bucket, prefix string) Config {
 	}
 }
 
-func testClient() *s3.Client { return srv.Client(s3test.ClientOptions{MaxAttempts: 3}) }
+func testClient() *s3.Client { return s3test.NewClient(endpoint, s3test.ClientOptions{MaxAttempts: 3}) }
 
 // listKeys lists every key under prefix.
 func listKeys(t testing.TB, c *s3.Client, bucket, prefix string) []string {
