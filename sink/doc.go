@@ -93,9 +93,10 @@
 // raise Shards (more, smaller shards) or MaxBatchBytes. A file never holds
 // more than one batch: files are at most min(MaxFileBytes, MaxBatchBytes)
 // bytes of records; to get larger files, raise MaxBatchBytes and
-// MaxFileBytes, or lower Shards. A writer also holds the file's part buffers,
-// PartSize x (Concurrency + 1) bytes. A record larger than MaxFileBytes fails
-// the pipeline.
+// MaxFileBytes, or lower Shards. Besides the batch's bytes, a worker holds an
+// index of 24 bytes per record, and, while it writes, the file's part
+// buffers: PartSize x (Concurrency + 1) bytes. A record larger than
+// MaxFileBytes fails the pipeline.
 //
 // Shards defaults to DefaultShards (4) per destination, window and pane: the
 // number of files written in parallel for each, and the number of

@@ -1,7 +1,11 @@
 package sink
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 )
@@ -210,4 +215,109 @@ func TestRuntimeErrors(t *testing.T) {
 		runFailing(t, cfg, []string{"fine"}, `".." segment`)
 	})
 	checkClean(t, testClient(), bucket)
+}
+
+func init() {
+	register.Function2x1(windowDestination)
+	RegisterFormat("test-csv-header", CSV{Header: []string{"name", "count"}})
+}
+
+func windowDestination(w beam.Window, s string) string {
+	name, _ := windowName(w)
+	return "w=" + name + "/" + s[:1]
+}
+
+// TestEncodeDestination calls the encoder with a window-taking destination
+// the way a worker does: decoded from its JSON.
+func TestEncodeDestination(t *testing.T) {
+	st, err := testConfig("b", "out").settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, err := destinationKind(windowDestination, reflect.TypeFor[string]())
+	if err != nil || kind != destWindowElem {
+		t.Fatalf("destinationKind = %d, %v", kind, err)
+	}
+	fn := &encodeFn{S: st, DestKind: kind, Dest: &beam.EncodedFunc{Fn: reflectx.MakeFunc(windowDestination)}}
+	js, err := json.Marshal(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worker encodeFn
+	if err := json.Unmarshal(js, &worker); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	var keys, recs []string
+	for _, s := range []string{"apple", "avocado", "banana"} {
+		err := worker.ProcessElement(context.Background(), window.GlobalWindow{}, s, func(k, v []byte) {
+			keys = append(keys, string(k))
+			recs = append(recs, string(v))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, k := range keys {
+		shard, dest, err := parseShardKey([]byte(k))
+		if err != nil || shard < 0 || shard >= st.Shards {
+			t.Fatalf("key %q: shard %d, %v", k, shard, err)
+		}
+		if want := "w=global/" + recs[i][:1]; dest != want {
+			t.Errorf("destination %q, want %q", dest, want)
+		}
+	}
+}
+
+// TestCSVHeader checks that every file of a format with a header starts with
+// it, and that the header counts as no record.
+func TestCSVHeader(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	cf := testConfig(bucket, "csv")
+	cf.Format = "test-csv-header"
+	cf.Compression = "gzip"
+	cf.MaxFileRecords = 7
+	cf.CheckpointBytes = 1 << 10
+	st, err := cf.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batch{Window: "global", Shards: 1}
+	for i := 0; i < 30; i++ {
+		rec, err := (CSV{}).Append(nil, []string{fmt.Sprintf("n%02d", i), fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Lines = append(b.Lines, rec)
+	}
+	r := &runner{t: t, s: st, client: c, rng: rand.New(rand.NewPCG(1, 1)), checkpointP: 0.5, crashP: 0.2}
+	res := r.commitAll(r.run(b))
+	objs := readObjects(t, c, bucket, "csv/")
+	if len(objs) != 5 {
+		t.Fatalf("%d files, want 5 of at most 7 records", len(objs))
+	}
+	var n int64
+	for k, v := range objs {
+		ls := lines(t, k, decompress(t, k, v))
+		if ls[0] != "name,count" || len(ls) > 8 {
+			t.Errorf("%s: header %q, %d lines", k, ls[0], len(ls))
+		}
+		n += int64(len(ls) - 1)
+	}
+	var counted int64
+	seen := map[string]bool{}
+	for _, fr := range res {
+		if !seen[fr.Key] {
+			counted += fr.Records
+			seen[fr.Key] = true
+		}
+	}
+	if n != 30 || counted != 30 {
+		t.Errorf("%d records in files, %d in results; want 30", n, counted)
+	}
+	sweep(t, c, bucket)
+	checkClean(t, c, bucket)
 }
