@@ -1,0 +1,27 @@
+// Package integration holds s3once's end-to-end tests: the example pipelines
+// and a token-keeping writer run as child processes against a real S3 server
+// (versitygw) on 127.0.0.1, and are killed, starved and cut off on purpose.
+//
+//   - TestPipelineCrashLoop: the batch example is SIGKILLed at seeded random
+//     moments (timers, and protocol points seen on the wire: after the k-th
+//     persist, inside the k-th commit, during the k-th part upload) and run
+//     again; the final objects equal those of an uninterrupted run, byte for
+//     byte, and a sweep leaves no upload or side object behind.
+//   - TestTokenRecoveryAcrossProcessDeath: a writer keeps its resume tokens
+//     in a durable file and is SIGKILLed at random; resuming from the last
+//     token yields the exact object.
+//   - TestServerCrash: the S3 server is SIGKILLed mid-run (inside a commit,
+//     during a part upload, at a random time), restarted with its repair
+//     step; a rerun gives the exact output.
+//   - TestNetworkFaults: toxiproxy between the pipeline and the server adds
+//     latency, limits bandwidth, resets connections and stalls them; every
+//     run ends with the exact output or a clear error and no wrong object,
+//     and a rerun without the fault is exact.
+//   - TestBadConfiguration: unreachable endpoint, wrong credentials, missing
+//     bucket, invalid prefix, records too large: a clear message, a non-zero
+//     exit, nothing written.
+//
+// The child programs are built once per test process, without the race
+// detector. S3ONCE_CRASH_LOOPS sets the number of crash loops (default 5;
+// `make soak` runs 100).
+package integration
