@@ -37,5 +37,10 @@ func (s settings) newClient(ctx context.Context) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(s.Endpoint)
 		}
 		o.UsePathStyle = s.PathStyle
+		if s.DisableChecksums {
+			// Nor the SDK's own default checksums.
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		}
 	}), nil
 }

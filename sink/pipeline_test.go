@@ -54,7 +54,7 @@ func TestDeterminism(t *testing.T) {
 	for _, codec := range []string{"none", "gzip"} {
 		t.Run(codec, func(t *testing.T) {
 			bucket := srv.Bucket(t)
-			in := words(20_000, 3)
+			in := words(10_000, 3)
 			for run := 0; run < 2; run++ {
 				xs := append([]string(nil), in...)
 				rand.New(rand.NewPCG(uint64(run), 0)).Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
@@ -63,7 +63,7 @@ func TestDeterminism(t *testing.T) {
 				cfg.Compression = codec
 				cfg.Destination = firstLetter
 				cfg.Shards = 3
-				cfg.MaxFileRecords = 1000
+				cfg.MaxFileRecords = 500
 				cfg.CheckpointBytes = 16 << 10
 				Write(s, beam.CreateList(s, xs), cfg)
 				if err := ptest.Run(p); err != nil {

@@ -75,6 +75,7 @@ type runner struct {
 	rng    *rand.Rand
 
 	onFinalize func(*fakeFinalizer) // when set, receives each successful bundle's callbacks
+	ownCadence bool                 // checkpoint where the configuration says, not at random
 
 	checkpointP float64 // chance of a checkpoint at each sync point
 	crashP      float64 // chance that a bundle crashes
@@ -146,7 +147,9 @@ func (r *runner) run(b batch) []pendingFile {
 		}
 		seed := r.rng.Uint64()
 		ck := rand.New(rand.NewPCG(seed, 3))
-		fn.checkpointAt = func(int64) bool { return ck.Float64() < r.checkpointP }
+		if !r.ownCadence {
+			fn.checkpointAt = func(int64) bool { return ck.Float64() < r.checkpointP }
+		}
 
 		rt := fn.CreateTracker(rest)
 		// The runner asks for splits while the element is processed; they
@@ -482,4 +485,41 @@ func TestCommitPaths(t *testing.T) {
 			checkClean(t, c, bucket)
 		})
 	}
+}
+
+// TestCheckpointInterval checks the time trigger: with CheckpointBytes larger
+// than the file, only CheckpointInterval makes the writer checkpoint, at the
+// 1 MiB sync points, and the file is the same as without checkpoints.
+func TestCheckpointInterval(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	b := bigBatch(3, 3<<20+1000)
+	cfg := func(prefix string, interval time.Duration) settings {
+		cf := testConfig(bucket, prefix)
+		cf.Compression = "zstd"
+		cf.CheckpointBytes = 8 << 20
+		cf.CheckpointInterval = interval
+		st, err := cf.settings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	ref := &runner{t: t, s: cfg("bytes", 0), client: c, rng: rand.New(rand.NewPCG(1, 1)), ownCadence: true}
+	ref.commitAll(ref.run(b))
+	timed := &runner{t: t, s: cfg("timed", time.Nanosecond), client: c, rng: rand.New(rand.NewPCG(1, 1)), ownCadence: true}
+	timed.commitAll(timed.run(b))
+	if ref.checkpoints != 0 || timed.checkpoints != 3 {
+		t.Fatalf("%d checkpoints by bytes (want 0), %d by time (want 3, one per MiB)", ref.checkpoints, timed.checkpoints)
+	}
+	a, z := relative(t, c, bucket, "bytes"), relative(t, c, bucket, "timed")
+	if len(a) != 1 || len(z) != 1 {
+		t.Fatalf("%d and %d files; want one each", len(a), len(z))
+	}
+	for k, v := range a {
+		if !bytes.Equal(z[k], v) {
+			t.Fatalf("%s differs between the runs", k)
+		}
+	}
+	checkClean(t, c, bucket)
 }
