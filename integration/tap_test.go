@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // event is an S3 call of the sink's protocol, as seen on the wire.
@@ -35,13 +36,20 @@ type phase int
 const (
 	beforeServer phase = iota
 	afterServer
+	// duringServer sends the request on and fires the action while the
+	// server handles it (after the trigger's delay); the reply, if any,
+	// goes back to the client.
+	duringServer
 )
 
 func (p phase) String() string {
-	if p == beforeServer {
+	switch p {
+	case beforeServer:
 		return "before the server"
+	case afterServer:
+		return "after the server, before the reply"
 	}
-	return "after the server, before the reply"
+	return "while the server handles it"
 }
 
 // trigger fires action at the n-th event of a kind (counted from 1), in a
@@ -51,6 +59,7 @@ type trigger struct {
 	ev     event
 	n      int
 	phase  phase
+	delay  time.Duration // duringServer only
 	action func()
 }
 
@@ -146,6 +155,12 @@ func (tt *tapTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if tr != nil && tr.phase == beforeServer {
 		tr.action()
 		return nil, errTapped
+	}
+	if tr != nil && tr.phase == duringServer {
+		go func() {
+			time.Sleep(tr.delay)
+			tr.action()
+		}()
 	}
 	resp, err := tt.base.RoundTrip(r)
 	if tr != nil && tr.phase == afterServer {
