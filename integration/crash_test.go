@@ -35,6 +35,10 @@ var crashConfigs = []batchConfig{
 		"--max-words", "200", "--checkpoint-bytes", "524288", "--part-size", "5242880", "--seed", "11"}},
 }
 
+// faultConfig is a smaller run for the fault tests, which slow it down.
+var faultConfig = batchConfig{"gzip-small", []string{"--records", "6000", "--topics", "2", "--shards", "2",
+	"--checkpoint-bytes", "65536", "--inline-tail-max", "-1", "--seed", "13"}}
+
 // runBatch starts the batch example against endpoint.
 func runBatch(t testing.TB, bin string, env []string, endpoint, bucket string, cfg batchConfig, extra ...string) *child {
 	t.Helper()

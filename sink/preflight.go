@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/recoverable"
@@ -203,6 +204,8 @@ type prober struct {
 	pe    *PreflightError
 	id    string
 	fatal bool
+	calls int  // checks run so far
+	first bool // the check being classified is the first
 
 	// What to remove at the end.
 	uploads []probeUpload
@@ -475,6 +478,8 @@ func (p *prober) listParts(ctx context.Context, key, id, etag string) {
 // check runs one call, unless a fatal problem came before, and records its
 // failure. It reports whether the call succeeded.
 func (p *prober) check(ctx context.Context, what, bucket, key, perm string, fn func(context.Context) error) bool {
+	p.first = p.calls == 0
+	p.calls++
 	if p.fatal {
 		p.pe.Unchecked = append(p.pe.Unchecked, what)
 		return false
@@ -500,7 +505,7 @@ func (p *prober) classify(what, bucket, key, perm string, err error) {
 	switch {
 	case errors.Is(err, committer.ErrConditionalWritesUnsupported):
 		p.add(what, target, "", "use a server that honours If-None-Match on PutObject and CompleteMultipartUpload; s3once cannot keep a key written once without it", err)
-	case unreachable(err):
+	case unreachable(err) || (p.first && noReply(err)):
 		p.fatal = true
 		ep := p.s.Endpoint
 		if ep == "" {
@@ -603,6 +608,14 @@ func unreachable(err error) bool {
 	}
 	var dns *net.DNSError
 	return errors.As(err, &dns)
+}
+
+// noReply reports whether err came without any HTTP reply (the connection
+// was refused, reset or timed out). On the first call, after the SDK's
+// retries, that means the endpoint cannot be used at all.
+func noReply(err error) bool {
+	var send *smithyhttp.RequestSendError
+	return errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // credentialsProblem reports whether err says the credentials were rejected

@@ -128,9 +128,9 @@ func run(o options) int {
 			return fail("interrupted after %v; the files committed so far stay, and running again completes the rest", res.Elapsed.Round(time.Millisecond))
 		}
 		if strings.Contains(err.Error(), "another object is at the key") {
-			return fail("%v\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", err, rel)
+			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", example.Cause(err), rel)
 		}
-		return fail("%v", err)
+		return fail("pipeline failed after %v: %s\n\nthe runner's report:\n%v", res.Elapsed.Round(time.Millisecond), example.Cause(err), err)
 	}
 	fmt.Fprintln(out)
 	sum := example.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}

@@ -114,10 +114,13 @@ func (p Program) Main() int {
 			}
 			err = fmt.Errorf("%w (stopped: %w)", err, cerr)
 		}
+		// The runner's report (stages, plans, the chain of causes) first;
+		// the cause itself last, where it is read.
+		fmt.Fprintf(stderr, "s3once %s: the runner's report:\n%s\n\n", p.Name, indent(err.Error()))
 		if len(out.Results) > 0 {
-			fmt.Fprintf(stderr, "s3once %s: %d files were committed before the failure; a rerun with the same input keeps them and writes the rest\n", p.Name, len(out.Results))
+			fmt.Fprintf(stderr, "s3once %s: %d files were committed before the failure; a rerun with the same input and flags keeps them and writes the rest\n", p.Name, len(out.Results))
 		}
-		return fail(ExitFailed, "%v", err)
+		return fail(ExitFailed, "pipeline failed after %v: %s", out.Elapsed.Round(time.Millisecond), Cause(err))
 	}
 	sum := Summary{Name: p.Name, Bucket: cfg.Bucket, Prefix: cfg.Prefix, Outcome: out}
 	if err := sum.Write(stdout); err != nil {
@@ -131,9 +134,36 @@ func (p Program) Main() int {
 	return ExitOK
 }
 
+// Cause picks the sink's own message out of a runner's error, which wraps it
+// in the failed stage's plan and a chain of "caused by"s; failing that, the
+// last cause in the chain.
+func Cause(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "s3once sink: "); i >= 0 {
+		return firstLine(msg[i:])
+	}
+	if i := strings.LastIndex(msg, "caused by:\n"); i >= 0 {
+		return firstLine(msg[i+len("caused by:\n"):])
+	}
+	return firstLine(msg)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ")
+}
+
 // QuietLogs keeps the runner's informational logs (job states, servers
-// starting) off the terminal unless verbose is set; warnings and errors
-// still show, but for one: the Go SDK's "couldn't find plan in finalizing
+// starting) off the terminal unless verbose is set, and the reports of
+// failed bundles, which the job's error repeats; warnings and errors still
+// show, but for one more: the Go SDK's "couldn't find plan in finalizing
 // map", logged when a reused plan lost a bundle-finalization callback. The
 // sink's commit stage commits those files anyway (that is why it exists), so
 // the message says nothing about the output; it is shown with --verbose.
@@ -154,7 +184,17 @@ func QuietLogs(verbose bool) {
 type dropHandler struct{ slog.Handler }
 
 func (d dropHandler) Handle(ctx context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, "couldn't find plan in finalizing map") {
+	switch {
+	case strings.Contains(r.Message, "couldn't find plan in finalizing map"):
+		return nil
+	case strings.HasPrefix(r.Message, "Prism received bundle error"),
+		strings.HasPrefix(r.Message, "stage.Execute aborting"),
+		strings.HasPrefix(r.Message, "Bundle Failed"),
+		strings.HasPrefix(r.Message, "Job Failed"),
+		strings.HasPrefix(r.Message, "job failed"),
+		strings.Contains(r.Message, "process bundle failed for instruction"):
+		// A failed bundle fails the job, and the job's error, printed at
+		// the end, holds the same report.
 		return nil
 	}
 	return d.Handler.Handle(ctx, r)

@@ -2,7 +2,6 @@ package example
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -25,8 +24,8 @@ type Outcome struct {
 
 // Run runs p on the runner named by Beam's --runner flag (the embedded
 // prism runner when unset) and waits for it to end. run is the ID Collect
-// returned. The error says the pipeline failed; the Outcome holds what it
-// committed so far.
+// returned. The error is the runner's (see Cause); the Outcome then holds
+// what was committed before the failure, as far as this process saw it.
 func Run(ctx context.Context, p *beam.Pipeline, run string) (Outcome, error) {
 	began := time.Now()
 	pr, err := beamx.RunWithMetrics(ctx, p)
@@ -34,10 +33,7 @@ func Run(ctx context.Context, p *beam.Pipeline, run string) (Outcome, error) {
 	if err == nil {
 		out.Counters = counters(pr)
 	}
-	if err != nil {
-		return out, fmt.Errorf("pipeline failed after %v: %w", out.Elapsed.Round(time.Millisecond), err)
-	}
-	return out, nil
+	return out, err
 }
 
 // counters reads the run's counters. A runner result without metrics (the
