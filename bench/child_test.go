@@ -59,8 +59,9 @@ type childResult struct {
 // Metrics, in MiB, averaged over the operations: heap (peak bytes in heap
 // objects, garbage included), stream-heap (heap minus the heap before the
 // stream was opened: the binary's own packages, Beam's included, hold a few
-// MiB), live-heap (the largest live heap a collection marked), RSS (peak
-// resident set) and RSS-growth (RSS minus the peak before the stream).
+// MiB), live-heap (the largest live heap a collection marked), stream-live
+// (live-heap minus the heap before the stream), RSS (peak resident set) and
+// RSS-growth (RSS minus the peak before the stream).
 func BenchmarkPeakMemory(b *testing.B) {
 	for _, size := range []int64{256 * MiB, 2 * GiB} {
 		b.Run("size="+sizeName(size), func(b *testing.B) {
@@ -103,6 +104,7 @@ func BenchmarkPeakMemory(b *testing.B) {
 			b.ReportMetric(mib(sum.Heap.Objects), "heap-MiB")
 			b.ReportMetric(mib(sum.Heap.Objects-sum.BaseHeap), "stream-heap-MiB")
 			b.ReportMetric(mib(sum.Heap.Live), "live-heap-MiB")
+			b.ReportMetric(mib(sum.Heap.Live-sum.BaseHeap), "stream-live-MiB")
 			b.ReportMetric(mib(sum.PeakRSS), "RSS-MiB")
 			b.ReportMetric(mib(sum.PeakRSS-sum.BaseRSS), "RSS-growth-MiB")
 			b.ReportMetric(float64(sum.Heap.Collections)/float64(n), "GCs/op")

@@ -32,6 +32,9 @@ var uploadSides = []struct {
 	// The SDK's manager.Uploader reading the same bytes from an io.Reader,
 	// with its defaults otherwise (a CRC32 per part).
 	{"uploader", (*uploadBench).uploader},
+	// The same uploader told to send a CRC64NVME per part (the SDK computes
+	// it), the checksum the stream sends: the same hashing on both sides.
+	{"uploader-crc64", (*uploadBench).uploaderCRC64},
 	// The ceiling: concurrent UploadPart calls of buffers filled and
 	// checksummed in advance, with the requests the stream sends, and the
 	// same Complete; no copying, no checksumming, no bookkeeping.
@@ -142,6 +145,14 @@ func writeStream(ctx context.Context, w *recoverable.Writer, c streamtest.Backen
 func (u *uploadBench) uploader(ctx context.Context, key string, size int64) error {
 	_, err := u.up.Upload(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(u.env.bucket), Key: aws.String(key), Body: NewPattern(size),
+	})
+	return err
+}
+
+func (u *uploadBench) uploaderCRC64(ctx context.Context, key string, size int64) error {
+	_, err := u.up.Upload(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(u.env.bucket), Key: aws.String(key), Body: NewPattern(size),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 	})
 	return err
 }

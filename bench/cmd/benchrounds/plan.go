@@ -64,10 +64,11 @@ var plans = map[string]struct {
 func uploadGroup(sizes []string, times map[string]string) group {
 	return group{
 		name: "upload", bench: "BenchmarkUpload",
-		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=ceiling", "side=stream-unsigned"}},
+		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=uploader-crc64", "side=ceiling", "side=stream-unsigned"}},
 		times: times,
 		benchstat: [][]string{
 			{"-col", "/side@(uploader stream)"},
+			{"-col", "/side@(uploader-crc64 stream)"},
 			{"-col", "/side@(ceiling stream)"},
 			{"-col", "/side@(stream stream-unsigned)"},
 		},
@@ -141,6 +142,7 @@ func checks() []check {
 		cs = append(cs,
 			check{title: "Stream vs manager.Uploader, " + size + ": throughput", base: u + "uploader", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
 			check{title: "Stream vs manager.Uploader, " + size + ": B/MiB", base: u + "uploader", test: u + "stream", unit: "B/MiB"},
+			check{title: "Stream vs manager.Uploader sending CRC64NVME, " + size + ": throughput", base: u + "uploader-crc64", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
 			check{title: "Stream vs ceiling, " + size + ": throughput", base: u + "ceiling", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 0.95},
 			check{title: "Prototype (UNSIGNED-PAYLOAD) vs stream, " + size + ": throughput", base: u + "stream", test: u + "stream-unsigned", unit: "sec/op", throughput: true},
 			check{title: "Prototype (UNSIGNED-PAYLOAD) vs manager.Uploader, " + size + ": throughput", base: u + "uploader", test: u + "stream-unsigned", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
@@ -153,7 +155,9 @@ func checks() []check {
 		c := "BenchmarkCheckpointOverhead/size=" + size + "/side="
 		cs = append(cs,
 			check{title: "Persist every 1s vs never, " + size + ": throughput", base: c + "never", test: c + "1s", unit: "sec/op", throughput: true, op: ">=", goal: 0.90},
+			check{title: "Persist every 1s, " + size + ": % of the time inside Persist", test: c + "1s", unit: "%-in-persist", op: "<=", goal: 10},
 			check{title: "Persist every 100ms vs never, " + size + ": throughput", base: c + "never", test: c + "100ms", unit: "sec/op", throughput: true},
+			check{title: "Persist every 100ms, " + size + ": % of the time inside Persist", test: c + "100ms", unit: "%-in-persist"},
 		)
 	}
 	const mem = "BenchmarkPeakMemory/size="
@@ -161,8 +165,10 @@ func checks() []check {
 		check{title: "Peak live heap, 2GiB vs 256MiB (flat)", base: mem + "256MiB", test: mem + "2GiB", unit: "live-heap-MiB", op: "<=", goal: 1.10},
 		check{title: "Peak heap, 2GiB vs 256MiB (flat)", base: mem + "256MiB", test: mem + "2GiB", unit: "heap-MiB", op: "<=", goal: 1.10},
 		check{title: "Peak RSS, 2GiB vs 256MiB (flat)", base: mem + "256MiB", test: mem + "2GiB", unit: "RSS-MiB", op: "<=", goal: 1.10},
-		check{title: "Stream's peak heap, 256MiB: within 8MiB x 5 + 8MiB", test: mem + "256MiB", unit: "stream-heap-MiB", op: "<=", goal: 48},
-		check{title: "Stream's peak heap, 2GiB: within 8MiB x 5 + 8MiB", test: mem + "2GiB", unit: "stream-heap-MiB", op: "<=", goal: 48},
+		check{title: "Stream's peak live heap, 256MiB: within 8MiB x 5 + 8MiB", test: mem + "256MiB", unit: "stream-live-MiB", op: "<=", goal: 48},
+		check{title: "Stream's peak live heap, 2GiB: within 8MiB x 5 + 8MiB", test: mem + "2GiB", unit: "stream-live-MiB", op: "<=", goal: 48},
+		check{title: "Stream's peak heap with garbage, 256MiB", test: mem + "256MiB", unit: "stream-heap-MiB"},
+		check{title: "Stream's peak heap with garbage, 2GiB", test: mem + "2GiB", unit: "stream-heap-MiB"},
 		check{title: "Token bytes, 10,000 vs 10 parts (constant)", base: "BenchmarkPersist/parts=10", test: "BenchmarkPersist/parts=10000", unit: "token-B", op: "<=", goal: 1.0},
 		check{title: "Token bytes at 10,000 parts (under 1 KiB)", test: "BenchmarkPersist/parts=10000", unit: "token-B", op: "<=", goal: 1024},
 		check{title: "Persist latency, 1,000 vs 10 parts", base: "BenchmarkPersist/parts=10", test: "BenchmarkPersist/parts=1000", unit: "sec/op"},
