@@ -622,7 +622,8 @@ func noReply(err error) bool {
 // or could not be found.
 func credentialsProblem(err error) bool {
 	switch recoverable.ErrorCode(err) {
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidSecurity", "MissingSecurityHeader":
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidSecurity", "MissingSecurityHeader",
+		"XAdminUserNotFound": // versitygw's answer to an unknown access key
 		return true
 	}
 	// The SDK reports a missing credential chain without a type of its own.
