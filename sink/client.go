@@ -3,12 +3,61 @@ package sink
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/committer"
 )
+
+// A worker's DoFns share one S3 client and one committer per connection
+// settings: connections are reused, and the committer probes each bucket for
+// conditional writes once per process rather than once per DoFn instance.
+var (
+	workersMu sync.Mutex
+	workers   = map[connection]*worker{}
+)
+
+// connection is the part of the settings that makes a client.
+type connection struct {
+	Endpoint, Region                           string
+	PathStyle, DisableChecksums                bool
+	AccessKeyID, SecretAccessKey, SessionToken string
+	MaxAttempts                                int
+}
+
+type worker struct {
+	client    *s3.Client
+	committer *committer.Committer
+}
+
+// worker returns the process's client and committer for the settings.
+func (s settings) worker(ctx context.Context) (*worker, error) {
+	key := connection{
+		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle, DisableChecksums: s.DisableChecksums,
+		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
+		MaxAttempts: s.MaxAttempts,
+	}
+	workersMu.Lock()
+	defer workersMu.Unlock()
+	if w, ok := workers[key]; ok {
+		return w, nil
+	}
+	client, err := s.newClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := committer.New(client, committer.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("s3once sink: %w", err)
+	}
+	w := &worker{client: client, committer: cm}
+	workers[key] = w
+	return w, nil
+}
 
 // newClient builds a worker's S3 client from the settings: the AWS SDK's
 // default chain, with the settings' region, endpoint, addressing and static

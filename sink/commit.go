@@ -60,19 +60,24 @@ type commitFn struct {
 }
 
 func (f *commitFn) Setup(ctx context.Context) error {
-	client, err := f.S.newClient(ctx)
+	w, err := f.S.worker(ctx)
 	if err != nil {
 		return err
 	}
-	return f.init(client)
+	f.committer = w.committer
+	return f.init(w.client)
 }
 
+// init readies the DoFn over client, with its own committer unless it has
+// one; tests call it directly.
 func (f *commitFn) init(client committer.S3) error {
-	c, err := committer.New(client, committer.Options{})
-	if err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+	if f.committer == nil {
+		c, err := committer.New(client, committer.Options{})
+		if err != nil {
+			return fmt.Errorf("s3once sink: %w", err)
+		}
+		f.committer = c
 	}
-	f.committer = c
 	f.pause = time.Second
 	return nil
 }

@@ -123,8 +123,7 @@ func (e *PreflightError) Unwrap() []error {
 // workers have other credentials, the workers' permissions are not what it
 // checks.
 //
-// The calls it makes: ListObjectsV2 and ListMultipartUploads under the
-// prefixes; a multipart upload under the output prefix (create, upload part,
+// The calls it makes: ListObjectsV2 under the prefixes; a multipart upload under the output prefix (create, upload part,
 // list parts, abort: never completed, so readers see nothing), HeadObject and
 // GetObject of a key that does not exist there; under the staging prefix, a
 // side object (put, get, delete), a multipart upload completed with
@@ -220,7 +219,10 @@ func probeID() string {
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// The checks, in order; each may depend on the ones before it.
+// The checks, in order; each may depend on the ones before it. Only the
+// calls a writing pipeline makes are checked: the sweep's (listing multipart
+// uploads, reading lifecycle rules) are not, since it may well run with
+// other credentials.
 func (p *prober) run(ctx context.Context) {
 	bucket := p.s.Bucket
 	staging := strings.TrimSuffix(p.s.StagingPrefix, "/") + "/"
@@ -233,17 +235,15 @@ func (p *prober) run(ctx context.Context) {
 	doneKey := staging + "preflight/" + p.id + "/complete"
 
 	// 1. The bucket, the endpoint and the credentials, through the listing
-	// the sink makes of side objects.
+	// the sink makes of side objects; then the listing permission under the
+	// output prefix, without which S3 answers a HEAD of a missing key with
+	// 403 instead of 404 (and a commit cannot tell "not there yet").
 	p.check(ctx, "list the staging prefix", bucket, staging, "s3:ListBucket", func(ctx context.Context) error {
 		_, err := p.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
 		return err
 	})
 	p.check(ctx, "list the output prefix", bucket, out, "s3:ListBucket", func(ctx context.Context) error {
 		_, err := p.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(out), MaxKeys: aws.Int32(1)})
-		return err
-	})
-	p.check(ctx, "list multipart uploads under the output prefix", bucket, out, "s3:ListBucketMultipartUploads", func(ctx context.Context) error {
-		_, err := p.api.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(out), MaxUploads: aws.Int32(1)})
 		return err
 	})
 

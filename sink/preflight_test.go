@@ -157,13 +157,6 @@ func (d *denyAPI) denied(op s3fault.Op) error {
 	return nil
 }
 
-func (d *denyAPI) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, o ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
-	if err := d.denied(s3fault.ListMultipartUploads); err != nil {
-		return nil, err
-	}
-	return d.s3API.ListMultipartUploads(ctx, in, o...)
-}
-
 func (d *denyAPI) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
 	if err := d.denied(s3fault.UploadPart); err != nil {
 		return nil, err
@@ -217,9 +210,9 @@ func testSettings(t *testing.T, bucket, prefix string) settings {
 func TestPreflightReportsEveryDeniedCall(t *testing.T) {
 	bucket := srv.Bucket(t)
 	api := &denyAPI{s3API: testClient(), deny: map[s3fault.Op]bool{
-		s3fault.ListMultipartUploads: true,
-		s3fault.UploadPart:           true,
-		s3fault.DeleteObject:         true,
+		s3fault.HeadObject:   true,
+		s3fault.UploadPart:   true,
+		s3fault.DeleteObject: true,
 	}}
 	s := testSettings(t, bucket, "out")
 	err := preflight(preflightContext(t), api, s, &PreflightError{Bucket: bucket})
@@ -229,8 +222,9 @@ func TestPreflightReportsEveryDeniedCall(t *testing.T) {
 		perms[p.Permission]++
 	}
 	// UploadPart is refused twice: under the output prefix and under the
-	// staging prefix (where the completion probe then cannot run).
-	want := map[string]int{"s3:ListBucketMultipartUploads": 1, "s3:PutObject": 2, "s3:DeleteObject": 1}
+	// staging prefix (where the completion probe then cannot run, nor the
+	// HEAD of the object it would have made).
+	want := map[string]int{"s3:GetObject": 1, "s3:PutObject": 2, "s3:DeleteObject": 1}
 	for perm, n := range want {
 		if perms[perm] != n {
 			t.Errorf("%d problems need %s, want %d (problems: %+v)", perms[perm], perm, n, pe.Problems)

@@ -82,6 +82,20 @@ type runner struct {
 	finalizeP   float64 // chance that a bundle's callbacks run
 
 	bundles, checkpoints, crashes int
+
+	cm *committer.Committer // shared by the runner's DoFns, as on a worker
+}
+
+// committer returns the committer the runner's DoFns share, over api.
+func (r *runner) committer(api s3API) *committer.Committer {
+	if r.cm == nil {
+		cm, err := committer.New(api, committer.Options{})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.cm = cm
+	}
+	return r.cm
 }
 
 func (r *runner) roundTripBatch(b batch) batch {
@@ -141,6 +155,9 @@ func (r *runner) run(b batch) []pendingFile {
 				return s3fault.None
 			})
 			client = fc
+		}
+		if !crash {
+			fn.committer = r.committer(client)
 		}
 		if err := fn.init(client); err != nil {
 			t.Fatal(err)
@@ -226,6 +243,7 @@ func (r *runner) commitAll(pending []pendingFile) []FileResult {
 	if r.api != nil {
 		client = r.api
 	}
+	fn.committer = r.committer(client)
 	if err := fn.init(client); err != nil {
 		t.Fatal(err)
 	}

@@ -59,21 +59,25 @@ type writeFilesFn struct {
 }
 
 func (f *writeFilesFn) Setup(ctx context.Context) error {
-	client, err := f.S.newClient(ctx)
+	w, err := f.S.worker(ctx)
 	if err != nil {
 		return err
 	}
-	return f.init(client)
+	f.committer = w.committer
+	return f.init(w.client)
 }
 
-// init readies the DoFn over client; tests call it with their own.
+// init readies the DoFn over client, with its own committer unless it has
+// one; tests call it directly.
 func (f *writeFilesFn) init(client s3API) error {
 	var err error
 	if f.writer, err = recoverable.NewWriter(client, f.S.streamOptions()); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	if f.committer, err = committer.New(client, committer.Options{}); err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+	if f.committer == nil {
+		if f.committer, err = committer.New(client, committer.Options{}); err != nil {
+			return fmt.Errorf("s3once sink: %w", err)
+		}
 	}
 	if f.format, err = lookupFormat(f.S.Format); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
