@@ -38,7 +38,7 @@ type PreflightResult struct {
 //
 // Commit runs Preflight once per bucket by itself unless Options.SkipPreflight
 // or AllowUnconditional is set.
-func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string) (PreflightResult, error) {
+func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string) (result PreflightResult, err error) {
 	key := stagingKey(stagingPrefix, "preflight/"+randomName())
 	res := PreflightResult{ProbeKey: key}
 	if bucket == "" {
@@ -54,13 +54,15 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 		})
 		return err
 	}
+	// The probe is deleted however the probe went; a failure to delete it is
+	// reported in the result the caller receives (hence the named results).
 	defer func() {
 		cctx, cancel := c.cleanupContext(ctx)
 		defer cancel()
-		if _, err := call(cctx, c, "delete probe object", func(ctx context.Context) (*s3.DeleteObjectOutput, error) {
+		if _, derr := call(cctx, c, "delete probe object", func(ctx context.Context) (*s3.DeleteObjectOutput, error) {
 			return c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		}); err != nil && !recoverable.IsNotFound(err) {
-			res.Warning = fmt.Errorf("s3once preflight s3://%s/%s: %w; the sweep will remove the probe", bucket, key, err)
+		}); derr != nil && !recoverable.IsNotFound(derr) {
+			result.Warning = fmt.Errorf("s3once preflight s3://%s/%s: %w; the sweep will remove the probe", bucket, key, derr)
 		}
 	}()
 	unsupported := func(why string, err error) (PreflightResult, error) {
@@ -82,7 +84,7 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 		}
 		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
 	}
-	err := put(ctx)
+	err = put(ctx)
 	switch {
 	case err == nil:
 		return unsupported("a second write with If-None-Match: * replaced the probe object", nil)
