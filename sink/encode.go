@@ -30,7 +30,12 @@ func destinationKind(fn any, elem reflect.Type) (int, error) {
 	if fn == nil {
 		return destNone, nil
 	}
-	t := reflect.TypeOf(fn)
+	return destinationShape(reflect.TypeOf(fn), elem)
+}
+
+// destinationShape checks a Destination function's type; elem, when not
+// nil, is the element type it must accept.
+func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 	if t.Kind() != reflect.Func {
 		return 0, fmt.Errorf("Destination must be a function, not a %v", t)
 	}
@@ -85,6 +90,10 @@ func (f *encodeFn) Setup() error {
 	}
 	f.format = format
 	if f.Dest != nil {
+		kind, err := destinationShape(f.Dest.Fn.Type(), nil)
+		if err != nil || kind != f.DestKind {
+			return fmt.Errorf("s3once sink: the Destination function %s does not have the shape the pipeline was built with", f.Dest.Fn.Name())
+		}
 		f.dest = f.Dest.Fn
 	}
 	return nil

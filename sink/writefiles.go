@@ -146,7 +146,7 @@ func (f *writeFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinaliz
 
 	began := time.Now()
 	var written int64 // record bytes written by this call
-	sync := f.S.syncBytes()
+	syncEvery := f.S.syncBytes()
 	for i := rest.Start; rt.TryClaim(i); i++ {
 		line := b.Lines[i]
 		if err := w.write(line); err != nil {
@@ -162,7 +162,7 @@ func (f *writeFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinaliz
 			if err := w.close(); err != nil {
 				return sdf.StopProcessing(), err
 			}
-		case w.seg >= sync:
+		case w.seg >= syncEvery:
 			if err := w.endMember(); err != nil {
 				return sdf.StopProcessing(), err
 			}
