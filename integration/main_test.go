@@ -40,38 +40,45 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// children are the programs the tests run, built together (one go build
+// shares the work) the first time one is needed.
+var children = []string{"pipelines/batch", "pipelines/streaming", "integration/internal/streamwriter"}
+
 var (
-	buildMu sync.Mutex
-	built   = map[string]error{}
+	buildOnce sync.Once
+	buildErr  error
 )
 
-// binary builds the main package pkg (a path relative to the module root)
-// once, without the race detector, and returns the executable's path.
+// binary returns the executable of the main package pkg (one of children),
+// built without the race detector.
 func binary(t testing.TB, pkg string) string {
 	t.Helper()
-	out := filepath.Join(binDir, filepath.Base(pkg))
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	err, done := built[pkg]
-	if !done {
+	buildOnce.Do(func() {
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, serr := os.Stat(goBin); serr != nil {
+		if _, err := os.Stat(goBin); err != nil {
 			goBin = "go"
 		}
-		cmd := exec.Command(goBin, "build", "-o", out, "./"+pkg)
+		args := []string{"build", "-o", binDir + string(filepath.Separator)}
+		for _, c := range children {
+			args = append(args, "./"+c)
+		}
+		cmd := exec.Command(goBin, args...)
 		cmd.Dir = moduleRoot(t)
 		var msg bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &msg, &msg
 		began := time.Now()
-		if err = cmd.Run(); err != nil {
-			err = fmt.Errorf("go build %s: %w\n%s", pkg, err, msg.String())
-		} else {
-			t.Logf("built %s in %v", pkg, time.Since(began).Round(time.Millisecond))
+		if err := cmd.Run(); err != nil {
+			buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, msg.String())
+			return
 		}
-		built[pkg] = err
+		t.Logf("built %s in %v", strings.Join(children, ", "), time.Since(began).Round(time.Millisecond))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	if err != nil {
-		t.Fatal(err)
+	out := filepath.Join(binDir, filepath.Base(pkg))
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("%s was not built: %v", pkg, err)
 	}
 	return out
 }
