@@ -94,6 +94,7 @@ type Gzip struct {
 	Level int
 }
 
+// NewWriter starts a gzip member on w.
 func (g Gzip) NewWriter(w io.Writer) (io.WriteCloser, error) {
 	level := g.Level
 	if level == 0 {
@@ -117,6 +118,7 @@ type Zstd struct {
 	Level zstd.EncoderLevel
 }
 
+// NewWriter starts a zstd frame on w.
 func (z Zstd) NewWriter(w io.Writer) (io.WriteCloser, error) {
 	level := z.Level
 	if level == 0 {
