@@ -1,0 +1,104 @@
+package example
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3once/s3once/sink"
+)
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB",
+		5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB",
+	} {
+		if got := HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234",
+	} {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestCausePicksTheSinksMessage(t *testing.T) {
+	runner := errors.New("job job-001 failed:\nbundle inst032 stage-005 failed: while executing Process for Plan[stage-005]:\n" +
+		"1: DataSource[...]\n\tcaused by:\nsource failed processing data\n\tcaused by:\nDoFn[UID:4] failed:\n" +
+		"s3once sink: commit s3://b/k: another object is at the key\n")
+	if got, want := Cause(runner), "s3once sink: commit s3://b/k: another object is at the key"; got != want {
+		t.Errorf("Cause = %q, want %q", got, want)
+	}
+	other := errors.New("job failed:\nstage 3\n\tcaused by:\nrpc error: unavailable\nmore")
+	if got := Cause(other); got != "rpc error: unavailable" {
+		t.Errorf("Cause = %q", got)
+	}
+	if got := Cause(errors.New("plain")); got != "plain" {
+		t.Errorf("Cause = %q", got)
+	}
+}
+
+func TestSummaryTable(t *testing.T) {
+	var rs []sink.FileResult
+	for i := range MaxRows + 5 {
+		rs = append(rs, sink.FileResult{Bucket: "b", Key: fmt.Sprintf("out/f-%03d.jsonl.gz", i), Bytes: 2048, Records: 1000})
+	}
+	s := Summary{Name: "batch", Bucket: "b", Prefix: "out", Outcome: Outcome{
+		Results: rs, Elapsed: 2 * time.Second,
+		Counters: map[string]int64{"s3once/persists": 7, "s3once/files_committed": int64(len(rs))},
+	}}
+	var b strings.Builder
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		fmt.Sprintf("s3once batch: %d files committed to s3://b/out/ in 2s", len(rs)),
+		"out/f-000.jsonl.gz", "... and 5 more",
+		fmt.Sprintf("TOTAL (%d files)", len(rs)), "90.0 KiB", "45,000",
+		"elapsed 2s", "22,500 records/s", "checkpoints 7",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, fmt.Sprintf("f-%03d", MaxRows)) {
+		t.Errorf("summary lists more than %d rows:\n%s", MaxRows, out)
+	}
+}
+
+func TestSummaryOfARemoteRun(t *testing.T) {
+	s := Summary{Name: "batch", Bucket: "b", Outcome: Outcome{Elapsed: time.Second,
+		Counters: map[string]int64{"example/files": 3, "example/bytes": 3 << 20, "example/records": 300}}}
+	var b strings.Builder
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"3 files committed to s3://b/", "remote workers", "TOTAL 3 files, 3.0 MiB, 300 records"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestResultsDeduplicates(t *testing.T) {
+	collectedMu.Lock()
+	collected["run-x"] = []sink.FileResult{{Bucket: "b", Key: "k2"}, {Bucket: "b", Key: "k1"}, {Bucket: "b", Key: "k2"}}
+	collectedMu.Unlock()
+	rs := Results("run-x")
+	if len(rs) != 2 || rs[0].Key != "k1" || rs[1].Key != "k2" {
+		t.Errorf("Results = %+v, want k1, k2 once each", rs)
+	}
+	if len(Results("run-x")) != 0 {
+		t.Error("Results did not forget the run")
+	}
+}
