@@ -39,7 +39,9 @@ type PreflightResult struct {
 // Commit runs Preflight once per bucket by itself unless Options.SkipPreflight
 // or AllowUnconditional is set.
 func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string) (result PreflightResult, err error) {
-	key := stagingKey(stagingPrefix, "preflight/"+randomName())
+	// Flat, not in a folder of its own: file-backed servers remove an emptied
+	// folder, which races with a concurrent probe writing into it.
+	key := stagingKey(stagingPrefix, "preflight-"+randomName())
 	res := PreflightResult{ProbeKey: key}
 	if bucket == "" {
 		return res, fmt.Errorf("s3once preflight: %w: empty bucket", recoverable.ErrInvalidOptions)
