@@ -20,6 +20,8 @@
 //   - TestBadConfiguration: unreachable endpoint, wrong credentials, missing
 //     bucket, invalid prefix, records too large: a clear message, a non-zero
 //     exit, nothing written.
+//   - TestStreamingExample: files per window, the same bytes on a rerun, and
+//     windows committed while a live, unbounded run goes on.
 //
 // The child programs are built once per test process, without the race
 // detector. S3ONCE_CRASH_LOOPS sets the number of crash loops (default 5;

@@ -45,7 +45,7 @@ func main() {
 	flag.BoolVar(&o.verbose, "verbose", false, "show the runner's logs")
 	flag.Parse()
 	beam.Init()
-	os.Exit(run(o))
+	os.Exit(run(o, os.Stdout, os.Stderr))
 }
 
 type options struct {
@@ -55,11 +55,10 @@ type options struct {
 	verbose              bool
 }
 
-func run(o options) int {
+func run(o options, out, errOut io.Writer) int {
 	example.QuietLogs(o.verbose)
-	out := os.Stdout
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "\ns3once run: "+format+"\n", args...)
+		fmt.Fprintf(errOut, "\ns3once run: "+format+"\n", args...)
 		return 1
 	}
 	root, err := repoRoot()
@@ -91,7 +90,7 @@ func run(o options) int {
 		case <-time.After(15 * time.Second):
 		case <-secondSignal():
 		}
-		fmt.Fprintln(os.Stderr, "\ns3once run: stopping now")
+		fmt.Fprintln(errOut, "\ns3once run: stopping now")
 		srv.Stop()
 		os.Exit(130)
 	}()
