@@ -54,6 +54,17 @@ type reference struct {
 	elapsed time.Duration
 }
 
+// most is how many calls of a kind every run of the configuration makes,
+// at least: completions vary (a bundle-finalization callback and the commit
+// stage may both complete a file), but every file is completed once.
+func (r *reference) most(ev event) int {
+	n := r.counts[ev]
+	if ev == evComplete {
+		n = min(n, len(r.objects))
+	}
+	return max(n, 1)
+}
+
 type references struct {
 	mu   sync.Mutex
 	refs map[string]*reference
@@ -103,7 +114,7 @@ func (p killPlan) String() string {
 // pickPlan draws a kill moment: a timer within the reference's duration, or
 // a protocol point within the reference's count of that call.
 func pickPlan(rng *rand.Rand, ref *reference) killPlan {
-	nth := func(ev event) int { return 1 + rng.IntN(max(ref.counts[ev], 1)) }
+	nth := func(ev event) int { return 1 + rng.IntN(ref.most(ev)) }
 	switch rng.IntN(6) {
 	case 0, 1:
 		f := 0.1 + 0.9*rng.Float64()

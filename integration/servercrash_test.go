@@ -46,7 +46,7 @@ func TestServerCrash(t *testing.T) {
 			}
 			var plan string
 			if tc.ev != "" {
-				tr := &trigger{ev: tc.ev, n: 1 + rng.IntN(max(ref.counts[tc.ev], 1)), phase: duringServer,
+				tr := &trigger{ev: tc.ev, n: 1 + rng.IntN(ref.most(tc.ev)), phase: duringServer,
 					delay: time.Duration(rng.IntN(3000)) * time.Microsecond, action: killServer}
 				plan = tr.String()
 				tp.arm(tr)
