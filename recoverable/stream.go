@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
@@ -189,7 +190,7 @@ func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, e
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 		in.ChecksumCRC64NVME = aws.String(EncodeCRC(crc))
 	}
-	out, err := s.client.UploadPart(ctx, in)
+	out, err := s.client.UploadPart(ctx, in, s.bodyOptions()...)
 	if err != nil {
 		if IsNoSuchUpload(err) {
 			return Part{}, s.fail("upload part", fmt.Errorf("part %d: %w: %w", num, ErrNoSuchUpload, err), hintUploadGone)
@@ -201,6 +202,20 @@ func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, e
 	}
 	return Part{Number: num, Size: int64(len(buf)), ETag: aws.ToString(out.ETag), CRC: crc}, nil
 }
+
+// bodyOptions are the per-call options of requests that carry data. With a
+// CRC64NVME header on the request, the server verifies every byte, so the
+// SDK's SHA-256 of the body for the signature (computed on plain-http
+// endpoints; over TLS it already sends the body unsigned) is a second hash of
+// the same bytes that protects nothing more: it is skipped.
+func (s *Stream) bodyOptions() []func(*s3.Options) {
+	if s.opts.DisableChecksums {
+		return nil
+	}
+	return unsignedBody
+}
+
+var unsignedBody = []func(*s3.Options){s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)}
 
 // record folds a finished upload into the part list, in part order.
 func (s *Stream) record(p Part, err error) {
@@ -272,7 +287,7 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
 		}
-		if _, err := s.client.PutObject(ctx, in); err != nil {
+		if _, err := s.client.PutObject(ctx, in, s.bodyOptions()...); err != nil {
 			return ResumeRecoverable{}, s.fail("persist", fmt.Errorf("put side object %s: %w", tail.Object, err), "")
 		}
 	}
