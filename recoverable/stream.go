@@ -10,6 +10,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
 )
 
 // Stream writes one file as a multipart upload. Full parts are uploaded in the
@@ -268,11 +269,14 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 	if s.closed {
 		return ResumeRecoverable{}, s.fail("persist", ErrClosed, "")
 	}
-	if err := s.drain(ctx); err != nil {
-		return ResumeRecoverable{}, err
-	}
 	seq := s.seq + 1
 	tail := Tail{Len: int64(len(s.buf)), CRC: CRC64(s.buf)}
+	// The tail uploads while the parts in flight finish: the buffer does not
+	// change during Persist, and the token is only handed out once both are
+	// done. A side object whose Persist failed is just garbage under the
+	// upload's prefix, removed with the others at commit or by the sweep.
+	var g errgroup.Group
+	g.Go(func() error { return s.drain(ctx) })
 	switch {
 	case len(s.buf) == 0:
 	case len(s.buf) <= s.opts.InlineTailMax:
@@ -287,9 +291,15 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
 		}
-		if _, err := s.client.PutObject(ctx, in, s.bodyOptions()...); err != nil {
-			return ResumeRecoverable{}, s.fail("persist", fmt.Errorf("put side object %s: %w", tail.Object, err), "")
-		}
+		g.Go(func() error {
+			if _, err := s.client.PutObject(ctx, in, s.bodyOptions()...); err != nil {
+				return s.fail("persist", fmt.Errorf("put side object %s: %w", tail.Object, err), "")
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return ResumeRecoverable{}, err
 	}
 	s.seq = seq
 	s.persisted = true
