@@ -161,7 +161,7 @@ func TestNetworkFaults(t *testing.T) {
 			{Name: "cut", Type: "limit_data", Stream: "upstream", Toxicity: 0.3, Attributes: map[string]any{"bytes": 100_000}},
 		}},
 		{name: "stall some connections", toxics: []toxic{
-			{Name: "stall", Type: "timeout", Stream: "upstream", Toxicity: 0.2, Attributes: map[string]any{"timeout": 1500}},
+			{Name: "stall", Type: "timeout", Stream: "upstream", Toxicity: 0.15, Attributes: map[string]any{"timeout": 1500}},
 		}},
 		{name: "reset every connection", mustFail: true, toxics: []toxic{
 			{Name: "reset-all", Type: "reset_peer", Stream: "upstream", Toxicity: 1, Attributes: map[string]any{"timeout": 0}},
