@@ -123,14 +123,15 @@ func (e *PreflightError) Unwrap() []error {
 // workers have other credentials, the workers' permissions are not what it
 // checks.
 //
-// The calls it makes: ListObjectsV2 under the prefixes; a multipart upload under the output prefix (create, upload part,
-// list parts, abort: never completed, so readers see nothing), HeadObject and
-// GetObject of a key that does not exist there; under the staging prefix, a
-// side object (put, get, delete), a multipart upload completed with
-// If-None-Match: * and then a second one that must be refused, both removed
-// with DeleteObjects; and committer.Preflight's probe of conditional
-// PutObject. Every probe is removed afterwards; one that cannot be is named
-// in the error, and the sweep removes it later.
+// The calls it makes: ListObjectsV2 under the prefixes; a multipart upload
+// under the output prefix (create, upload part, list parts, abort: never
+// completed, so readers see nothing), HeadObject and GetObject of a key that
+// does not exist there; under the staging prefix, a side object (put, get,
+// delete), a multipart upload completed with If-None-Match: * and then a
+// second one that must be refused, both removed with DeleteObjects; and
+// committer.Preflight's probe of conditional PutObject. Every probe is
+// removed afterwards; one that cannot be is named in the error, and the
+// sweep removes it later.
 //
 // Preflight returns nil, or a *PreflightError (wrapping ErrPreflight) that
 // lists every problem found, not just the first.
