@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
@@ -115,4 +118,94 @@ func TestFaults(t *testing.T) {
 			})
 		}
 	}
+}
+
+// stalling never answers the first `stalls` calls of UploadPart, PutObject and
+// GetObject: the connection stays open and silent until the caller gives up.
+type stalling struct {
+	*s3.Client
+	stalls int32
+	calls  atomic.Int32
+}
+
+func (c *stalling) stall(ctx context.Context) error {
+	if c.calls.Add(1) <= c.stalls {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (c *stalling) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	if err := c.stall(ctx); err != nil {
+		return nil, err
+	}
+	return c.Client.UploadPart(ctx, in, opts...)
+}
+
+func (c *stalling) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if err := c.stall(ctx); err != nil {
+		return nil, err
+	}
+	return c.Client.PutObject(ctx, in, opts...)
+}
+
+func (c *stalling) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if err := c.stall(ctx); err != nil {
+		return nil, err
+	}
+	return c.Client.GetObject(ctx, in, opts...)
+}
+
+// TestStalledCalls: a call that gets no answer is abandoned after CallTimeout
+// and made again; the file is still exact. A server that never answers gives
+// a typed ErrCallTimeout instead of a hang.
+func TestStalledCalls(t *testing.T) {
+	const ps = streamtest.PartSize
+	ctx := context.Background()
+	data := streamtest.Data(80, ps+200_000)
+	for _, stalls := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("stalls=%d", stalls), func(t *testing.T) {
+			c := &stalling{Client: server.Client(s3test.ClientOptions{}), stalls: stalls}
+			bucket := server.Bucket(t)
+			w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: ps, InlineTailMax: -1, CallTimeout: 300 * time.Millisecond})
+			s, err := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			rr, err := s.Persist(ctx) // the part, then the side object
+			if err != nil {
+				t.Fatalf("persist through %d stalled calls: %v", stalls, err)
+			}
+			c.calls.Store(0) // stall again: now the side object's GetObject
+			cr, err := w.RecoverForCommit(ctx, rr)
+			if err != nil {
+				t.Fatalf("recover through %d stalled calls: %v", stalls, err)
+			}
+			if err := streamtest.Complete(ctx, c.Client, cr); err != nil {
+				t.Fatal(err)
+			}
+			if got := streamtest.ReadObject(t, c.Client, bucket, "file"); !bytes.Equal(got, data) {
+				t.Fatal("object differs")
+			}
+		})
+	}
+	t.Run("never answers", func(t *testing.T) {
+		c := &stalling{Client: server.Client(s3test.ClientOptions{}), stalls: 1 << 30}
+		bucket := server.Bucket(t)
+		w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: ps, CallTimeout: 100 * time.Millisecond})
+		s, err := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Write(data)
+		_, err = s.Persist(ctx)
+		var e *recoverable.Error
+		if !errors.Is(err, recoverable.ErrCallTimeout) || !errors.As(err, &e) || e.UploadID == "" {
+			t.Fatalf("persist against a silent server: %v, want a typed ErrCallTimeout", err)
+		}
+	})
 }

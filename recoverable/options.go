@@ -3,6 +3,7 @@ package recoverable
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // S3's limits on multipart uploads.
@@ -42,6 +43,11 @@ type Options struct {
 	// kept away from the output's readers and from its event notifications.
 	// Default ".s3once/staging/".
 	StagingPrefix string
+	// CallTimeout bounds one attempt of one S3 call the stream makes; an
+	// attempt that gets no answer in time (a stalled connection) is made again,
+	// three times in all, then the call fails with ErrCallTimeout. Default: 30
+	// seconds plus one second per MiB of PartSize.
+	CallTimeout time.Duration
 	// DisableChecksums turns off CRC64NVME on the wire, for servers that reject
 	// the checksum headers. The stream still keeps and checks its own checksums.
 	DisableChecksums bool
@@ -73,6 +79,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.InlineTailMax > maxInline {
 		problems = append(problems, fmt.Sprintf("InlineTailMax %d exceeds %d (tokens live in checkpoints; keep them small)", o.InlineTailMax, maxInline))
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = callTimeout(o.PartSize)
+	}
+	if o.CallTimeout < 0 {
+		problems = append(problems, fmt.Sprintf("CallTimeout %v must be positive", o.CallTimeout))
 	}
 	if o.StagingPrefix == "" {
 		o.StagingPrefix = DefaultStagingPrefix

@@ -191,7 +191,10 @@ func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, e
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 		in.ChecksumCRC64NVME = aws.String(EncodeCRC(crc))
 	}
-	out, err := s.client.UploadPart(ctx, in, s.bodyOptions()...)
+	out, err := attempt(ctx, s.opts.CallTimeout, fmt.Sprintf("upload part %d", num), func(ctx context.Context) (*s3.UploadPartOutput, error) {
+		in.Body = bodyOf(buf)
+		return s.client.UploadPart(ctx, in, s.bodyOptions()...)
+	})
 	if err != nil {
 		if IsNoSuchUpload(err) {
 			return Part{}, s.fail("upload part", fmt.Errorf("part %d: %w: %w", num, ErrNoSuchUpload, err), hintUploadGone)
@@ -292,7 +295,11 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
 		}
 		g.Go(func() error {
-			if _, err := s.client.PutObject(ctx, in, s.bodyOptions()...); err != nil {
+			_, err := attempt(ctx, s.opts.CallTimeout, "put side object", func(ctx context.Context) (*s3.PutObjectOutput, error) {
+				in.Body = bodyOf(s.buf)
+				return s.client.PutObject(ctx, in, s.bodyOptions()...)
+			})
+			if err != nil {
 				return s.fail("persist", fmt.Errorf("put side object %s: %w", tail.Object, err), "")
 			}
 			return nil

@@ -69,7 +69,11 @@ func (w *Writer) Open(ctx context.Context, bucket, key string, oo ObjectOptions)
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 		in.ChecksumType = types.ChecksumTypeFullObject
 	}
-	out, err := w.client.CreateMultipartUpload(ctx, in)
+	// A retried create may leave an unused upload behind; no token names it,
+	// so the sweep removes it.
+	out, err := attempt(ctx, w.opts.CallTimeout, "create multipart upload", func(ctx context.Context) (*s3.CreateMultipartUploadOutput, error) {
+		return w.client.CreateMultipartUpload(ctx, in)
+	})
 	if err != nil {
 		return nil, &Error{Op: "open", Bucket: bucket, Key: key, Err: fmt.Errorf("create multipart upload: %w", err)}
 	}
@@ -96,7 +100,9 @@ func (w *Writer) Recover(ctx context.Context, rr ResumeRecoverable) (*Stream, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := VerifyParts(ctx, w.client, rr.Bucket, rr.Key, rr.UploadID, rr.Parts); err != nil {
+	if _, err := attempt(ctx, w.opts.CallTimeout, "list parts", func(ctx context.Context) ([]Part, error) {
+		return VerifyParts(ctx, w.client, rr.Bucket, rr.Key, rr.UploadID, rr.Parts)
+	}); err != nil {
 		return nil, err
 	}
 	s := w.newStream(ctx, rr.Bucket, rr.Key, rr.UploadID, rr.PartSize, rr.StagingPrefix)
@@ -148,19 +154,22 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 	if t.Object == "" {
 		data = t.Inline
 	} else {
-		out, err := w.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(rr.Bucket), Key: aws.String(t.Object)})
+		var err error
+		data, err = attempt(ctx, w.opts.CallTimeout, "get side object", func(ctx context.Context) ([]byte, error) {
+			out, err := w.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(rr.Bucket), Key: aws.String(t.Object)})
+			if err != nil {
+				return nil, err
+			}
+			defer out.Body.Close()
+			// Read at most one byte more than expected, so a longer object
+			// is caught without reading all of it.
+			return io.ReadAll(io.LimitReader(out.Body, t.Len+1))
+		})
 		if err != nil {
 			if IsNotFound(err) {
 				return nil, rr.fail("recover", fmt.Errorf("%w: %s: %w", ErrSideObjectMissing, t.Object, err), hintTail)
 			}
 			return nil, rr.fail("recover", fmt.Errorf("get side object %s: %w", t.Object, err), "")
-		}
-		// Read at most one byte more than expected, so a longer object is caught
-		// without reading all of it.
-		data, err = io.ReadAll(io.LimitReader(out.Body, t.Len+1))
-		out.Body.Close()
-		if err != nil {
-			return nil, rr.fail("recover", fmt.Errorf("read side object %s: %w", t.Object, err), "")
 		}
 	}
 	if int64(len(data)) != t.Len {
