@@ -93,10 +93,10 @@ func TestBadConfiguration(t *testing.T) {
 				t.Errorf("the program panicked:\n%s", o.Stderr)
 			}
 			if tc.bucket == "" {
-				if keys := listKeys(t, client, bucket, ""); len(keys) > 0 {
+				if keys := s3test.Keys(t, client, bucket, ""); len(keys) > 0 {
 					t.Errorf("objects written: %v", keys)
 				}
-				if ups := uploads(t, client, bucket); len(ups) > 0 {
+				if ups := s3test.Uploads(t, client, bucket); len(ups) > 0 {
 					t.Errorf("uploads left: %v", ups)
 				}
 			}

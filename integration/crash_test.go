@@ -87,7 +87,7 @@ func (rs *references) get(t testing.TB, bin string, env []string, srv *s3test.Se
 	if o.Code != 0 {
 		t.Fatalf("reference run of %s: %v\n%s", cfg.name, o, o.Stderr)
 	}
-	r := &reference{objects: objects(t, client, bucket, outPrefix+"/"), counts: tp.Counts(), elapsed: o.Elapsed}
+	r := &reference{objects: s3test.Objects(t, client, bucket, outPrefix+"/"), counts: tp.Counts(), elapsed: o.Elapsed}
 	if len(r.objects) == 0 {
 		t.Fatalf("reference run of %s wrote nothing", cfg.name)
 	}
@@ -213,10 +213,10 @@ func TestPipelineCrashLoop(t *testing.T) {
 		if final.Code != 0 {
 			t.Fatalf("loop %d (seed %d, %s): final run %v after %s\nstderr:\n%s", i, seed, cfg.name, final, strings.Join(story, "; "), final.Stderr)
 		}
-		got := objects(t, client, bucket, outPrefix+"/")
+		got := s3test.Objects(t, client, bucket, outPrefix+"/")
 		sameObjects(t, got, ref.objects)
 		rep := sweepAndCheckClean(t, client, bucket, outPrefix+"/")
-		sameObjects(t, objects(t, client, bucket, outPrefix+"/"), ref.objects)
+		sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), ref.objects)
 		t.Logf("loop %d (seed %d, %s): %s; final run %v; sweep removed %d uploads and %d side objects",
 			i, seed, cfg.name, strings.Join(story, "; "), final, rep.Uploads.Removed, rep.SideObjects.Removed)
 		if t.Failed() {

@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
@@ -258,56 +255,6 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// objects reads every object under prefix, by key.
-func objects(t testing.TB, c *s3.Client, bucket, prefix string) map[string][]byte {
-	t.Helper()
-	ctx := context.Background()
-	m := map[string][]byte{}
-	for _, k := range listKeys(t, c, bucket, prefix) {
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
-		if err != nil {
-			t.Fatalf("get s3://%s/%s: %v", bucket, k, err)
-		}
-		b, err := io.ReadAll(out.Body)
-		out.Body.Close()
-		if err != nil {
-			t.Fatalf("read s3://%s/%s: %v", bucket, k, err)
-		}
-		m[k] = b
-	}
-	return m
-}
-
-func listKeys(t testing.TB, c *s3.Client, bucket, prefix string) []string {
-	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("list s3://%s/%s: %v", bucket, prefix, err)
-		}
-		for _, o := range out.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func uploads(t testing.TB, c *s3.Client, bucket string) []string {
-	t.Helper()
-	out, err := c.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
-	if err != nil {
-		t.Fatalf("list uploads of %s: %v", bucket, err)
-	}
-	var ks []string
-	for _, u := range out.Uploads {
-		ks = append(ks, aws.ToString(u.Key)+" "+aws.ToString(u.UploadId))
-	}
-	return ks
-}
-
 // sameObjects fails unless got holds exactly the keys of want, each with the
 // same bytes.
 func sameObjects(t testing.TB, got, want map[string][]byte) {
@@ -373,10 +320,10 @@ func sweepAndCheckClean(t testing.TB, c *s3.Client, bucket, prefix string) commi
 // checkClean fails if any multipart upload or staging object is in bucket.
 func checkClean(t testing.TB, c *s3.Client, bucket string) {
 	t.Helper()
-	if ups := uploads(t, c, bucket); len(ups) > 0 {
+	if ups := s3test.Uploads(t, c, bucket); len(ups) > 0 {
 		t.Errorf("%d multipart uploads left: %v", len(ups), ups)
 	}
-	if left := listKeys(t, c, bucket, ".s3once/"); len(left) > 0 {
+	if left := s3test.Keys(t, c, bucket, ".s3once/"); len(left) > 0 {
 		t.Errorf("%d side objects left: %v", len(left), left)
 	}
 }

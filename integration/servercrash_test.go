@@ -91,7 +91,7 @@ func TestServerCrash(t *testing.T) {
 			if o.TimedOut {
 				t.Fatalf("the run hung after the server died (%s)\nstderr:\n%s", plan, o.Stderr)
 			}
-			got := objects(t, client, bucket, outPrefix+"/")
+			got := s3test.Objects(t, client, bucket, outPrefix+"/")
 			if o.Code == 0 {
 				sameObjects(t, got, ref.objects)
 			} else {
@@ -106,7 +106,7 @@ func TestServerCrash(t *testing.T) {
 			if final.Code != 0 {
 				t.Fatalf("rerun after the restart: %v\nstderr:\n%s", final, final.Stderr)
 			}
-			sameObjects(t, objects(t, client, bucket, outPrefix+"/"), ref.objects)
+			sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), ref.objects)
 			rep := sweepAndCheckClean(t, client, bucket, outPrefix+"/")
 			t.Logf("rerun %v; sweep removed %d uploads and %d side objects", final, rep.Uploads.Removed, rep.SideObjects.Removed)
 		})

@@ -33,6 +33,6 @@ func TestStalledPartUploadRetried(t *testing.T) {
 	if o.Code != 0 {
 		t.Fatalf("the run failed on one stalled part upload: %v\nstderr:\n%s", o, o.Stderr)
 	}
-	sameObjects(t, objects(t, client, bucket, outPrefix+"/"), ref.objects)
+	sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), ref.objects)
 	t.Logf("the run ended in %v", o.Elapsed.Round(time.Second))
 }

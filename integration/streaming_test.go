@@ -29,7 +29,7 @@ func TestStreamingExample(t *testing.T) {
 		if first.Code != 0 {
 			t.Fatalf("first run: %v\n%s", first, first.Stderr)
 		}
-		want := objects(t, client, bucket, "events/")
+		want := s3test.Objects(t, client, bucket, "events/")
 		windows := map[string]bool{}
 		for k := range want {
 			m := windowKey.FindStringSubmatch(k)
@@ -45,7 +45,7 @@ func TestStreamingExample(t *testing.T) {
 		if second.Code != 0 {
 			t.Fatalf("second run: %v\n%s", second, second.Stderr)
 		}
-		sameObjects(t, objects(t, client, bucket, "events/"), want)
+		sameObjects(t, s3test.Objects(t, client, bucket, "events/"), want)
 		sweepAndCheckClean(t, client, bucket, "events/")
 		t.Logf("%d files in %d windows; runs %v and %v", len(want), len(windows), first, second)
 	})
@@ -58,7 +58,7 @@ func TestStreamingExample(t *testing.T) {
 			t.Fatalf("live run: %v\n%s", o, o.Stderr)
 		}
 		windows := map[string]bool{}
-		for _, k := range listKeys(t, client, bucket, "events/") {
+		for _, k := range s3test.Keys(t, client, bucket, "events/") {
 			m := windowKey.FindStringSubmatch(k)
 			if m == nil {
 				t.Fatalf("unexpected key %s", k)

@@ -2,17 +2,12 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/integration/internal/pattern"
 	"github.com/s3once/s3once/internal/s3test"
@@ -107,13 +102,13 @@ func TestTokenRecoveryAcrossProcessDeath(t *testing.T) {
 		if !done {
 			t.Fatalf("seed %d: never finished: %s", seed, strings.Join(story, "; "))
 		}
-		got := getObject(t, client, bucket, key)
+		got := s3test.Object(t, client, bucket, key)
 		want := pattern.Bytes(seed, size)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("seed %d: object holds %d bytes, want %d, first difference at byte %d", seed, len(got), len(want), firstDiff(got, want))
 		}
 		rep := sweepAndCheckClean(t, client, bucket, "tokens/")
-		if !bytes.Equal(getObject(t, client, bucket, key), want) {
+		if !bytes.Equal(s3test.Object(t, client, bucket, key), want) {
 			t.Fatalf("seed %d: the sweep changed the object", seed)
 		}
 		t.Logf("seed %d (%d bytes, inline tails up to %s): %s; sweep removed %d uploads, %d side objects",
@@ -123,20 +118,6 @@ func TestTokenRecoveryAcrossProcessDeath(t *testing.T) {
 	if crashes == 0 || recoveries == 0 {
 		t.Errorf("the test proved nothing: %d crashes, %d recoveries", crashes, recoveries)
 	}
-}
-
-func getObject(t testing.TB, c *s3.Client, bucket, key string) []byte {
-	t.Helper()
-	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		t.Fatalf("get s3://%s/%s: %v", bucket, key, err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatalf("read s3://%s/%s: %v", bucket, key, err)
-	}
-	return b
 }
 
 func lastLine(s string) string {

@@ -178,7 +178,7 @@ func TestNetworkFaults(t *testing.T) {
 			if o.TimedOut {
 				t.Fatalf("the run under %s hung\nstderr:\n%s", tc.name, o.Stderr)
 			}
-			got := objects(t, client, bucket, outPrefix+"/")
+			got := s3test.Objects(t, client, bucket, outPrefix+"/")
 			switch {
 			case o.Code == 0:
 				sameObjects(t, got, ref.objects)
@@ -194,7 +194,7 @@ func TestNetworkFaults(t *testing.T) {
 				if o.Code != 3 {
 					t.Errorf("under %s: %v, want exit 3 (preflight)\nstderr:\n%s", tc.name, o, o.Stderr)
 				}
-				if len(got) > 0 || len(uploads(t, client, bucket)) > 0 || len(listKeys(t, client, bucket, "")) > 0 {
+				if len(got) > 0 || len(s3test.Uploads(t, client, bucket)) > 0 || len(s3test.Keys(t, client, bucket, "")) > 0 {
 					t.Errorf("under %s something was written", tc.name)
 				}
 			}
@@ -204,7 +204,7 @@ func TestNetworkFaults(t *testing.T) {
 			if final.Code != 0 {
 				t.Fatalf("rerun without the fault: %v\nstderr:\n%s", final, final.Stderr)
 			}
-			sameObjects(t, objects(t, client, bucket, outPrefix+"/"), ref.objects)
+			sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), ref.objects)
 			rep := sweepAndCheckClean(t, client, bucket, outPrefix+"/")
 			t.Logf("rerun %v; sweep removed %d uploads and %d side objects", final, rep.Uploads.Removed, rep.SideObjects.Removed)
 		})

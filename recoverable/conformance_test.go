@@ -81,7 +81,7 @@ func TestServerKilledBetweenPersistAndRecover(t *testing.T) {
 	if err := streamtest.Complete(ctx, c, cr); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
-	if got := streamtest.ReadObject(t, c, bucket, "file"); !bytes.Equal(got, data) {
+	if got := s3test.Object(t, c, bucket, "file"); !bytes.Equal(got, data) {
 		t.Fatalf("object differs after server restart: %d bytes, want %d", len(got), len(data))
 	}
 }
@@ -120,7 +120,7 @@ func TestServerPartCeiling(t *testing.T) {
 	if err := streamtest.Complete(ctx, c, cr); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
-	if got := streamtest.ReadObject(t, c, bucket, "tight"); !bytes.Equal(got, data) {
+	if got := s3test.Object(t, c, bucket, "tight"); !bytes.Equal(got, data) {
 		t.Fatal("object differs")
 	}
 }
@@ -259,7 +259,7 @@ func TestBackpressure(t *testing.T) {
 	if err := streamtest.Complete(ctx, slow, cr); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamtest.ReadObject(t, slow, bucket, "file"); !bytes.Equal(got, data) {
+	if got := s3test.Object(t, slow, bucket, "file"); !bytes.Equal(got, data) {
 		t.Fatal("object differs")
 	}
 }

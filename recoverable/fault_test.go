@@ -109,7 +109,7 @@ func TestFaults(t *testing.T) {
 				if err := streamtest.Complete(ctx, raw, cr); err != nil {
 					t.Fatal(err)
 				}
-				if got := streamtest.ReadObject(t, raw, bucket, "file"); !bytes.Equal(got, data) {
+				if got := s3test.Object(t, raw, bucket, "file"); !bytes.Equal(got, data) {
 					t.Fatalf("object has %d bytes, want %d, or differs", len(got), len(data))
 				}
 				if len(fc.Faults()) != 1 {
@@ -188,7 +188,7 @@ func TestStalledCalls(t *testing.T) {
 			if err := streamtest.Complete(ctx, c.Client, cr); err != nil {
 				t.Fatal(err)
 			}
-			if got := streamtest.ReadObject(t, c.Client, bucket, "file"); !bytes.Equal(got, data) {
+			if got := s3test.Object(t, c.Client, bucket, "file"); !bytes.Equal(got, data) {
 				t.Fatal("object differs")
 			}
 		})

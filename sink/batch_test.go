@@ -3,6 +3,7 @@ package sink
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/s3once/s3once/internal/s3test"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -61,7 +62,7 @@ func TestBatch100k(t *testing.T) {
 	t.Logf("100,000 records in %v (%.0f records/s)", elapsed, 100_000/elapsed.Seconds())
 
 	c := testClient()
-	objs := readObjects(t, c, bucket, "out/")
+	objs := s3test.Objects(t, c, bucket, "out/")
 	name := regexp.MustCompile(`^out/orders/country=(fr|de|jp|br|ca)/global-pane-0-shard-0000[0-3]-of-00004-file-\d{5}\.jsonl\.gz$`)
 	var got []string
 	for k, b := range objs {

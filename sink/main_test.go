@@ -67,43 +67,6 @@ func testConfig(bucket, prefix string) Config {
 
 func testClient() *s3.Client { return s3test.NewClient(endpoint, s3test.ClientOptions{MaxAttempts: 3}) }
 
-// listKeys lists every key under prefix.
-func listKeys(t testing.TB, c *s3.Client, bucket, prefix string) []string {
-	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("list s3://%s/%s: %v", bucket, prefix, err)
-		}
-		for _, o := range out.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// readObjects reads every object under prefix, by key.
-func readObjects(t testing.TB, c *s3.Client, bucket, prefix string) map[string][]byte {
-	t.Helper()
-	objs := map[string][]byte{}
-	for _, k := range listKeys(t, c, bucket, prefix) {
-		out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
-		if err != nil {
-			t.Fatalf("get %s: %v", k, err)
-		}
-		b, err := io.ReadAll(out.Body)
-		out.Body.Close()
-		if err != nil {
-			t.Fatalf("read %s: %v", k, err)
-		}
-		objs[k] = b
-	}
-	return objs
-}
-
 // decompress undoes a file's compression, by its suffix.
 func decompress(t testing.TB, key string, b []byte) []byte {
 	t.Helper()
@@ -159,7 +122,7 @@ func checkClean(t testing.TB, c *s3.Client, bucket string) {
 		}
 		t.Errorf("%d multipart uploads left: %v", n, ks)
 	}
-	if left := listKeys(t, c, bucket, ".s3once/"); len(left) > 0 {
+	if left := s3test.Keys(t, c, bucket, ".s3once/"); len(left) > 0 {
 		t.Errorf("%d side objects left: %v", len(left), left)
 	}
 }

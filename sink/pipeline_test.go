@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"fmt"
+	"github.com/s3once/s3once/internal/s3test"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -116,7 +117,7 @@ func TestWindowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := testClient()
-	objs := readObjects(t, c, bucket, "events/")
+	objs := s3test.Objects(t, c, bucket, "events/")
 	name := regexp.MustCompile(`^events/(20240601T10(\d\d)00Z-20240601T10(\d\d)00Z)-pane-0-shard-0000[01]-of-00002-file-\d{5}\.jsonl\.zst$`)
 	perWindow := map[string]int{}
 	var got []string
@@ -204,7 +205,7 @@ func TestPanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := testClient()
-	objs := readObjects(t, c, bucket, "panes/")
+	objs := s3test.Objects(t, c, bucket, "panes/")
 	name := regexp.MustCompile(`^panes/20240601T000000Z-20240601T010000Z-pane-(\d+)-shard-00000-of-00001-file-00000\.txt$`)
 	panes := map[string]bool{}
 	var got []string

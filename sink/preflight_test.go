@@ -29,7 +29,7 @@ func checkEmpty(t *testing.T, bucket string) {
 	t.Helper()
 	c := testClient()
 	checkClean(t, c, bucket)
-	if keys := listKeys(t, c, bucket, ""); len(keys) > 0 {
+	if keys := s3test.Keys(t, c, bucket, ""); len(keys) > 0 {
 		t.Errorf("preflight left objects: %v", keys)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/s3once/s3once/internal/s3test"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -267,7 +268,7 @@ func (r *runner) commitAll(pending []pendingFile) []FileResult {
 func relative(t testing.TB, c *s3.Client, bucket, prefix string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for k, v := range readObjects(t, c, bucket, prefix+"/") {
+	for k, v := range s3test.Objects(t, c, bucket, prefix+"/") {
 		out[strings.TrimPrefix(k, prefix+"/")] = v
 	}
 	return out
@@ -474,7 +475,7 @@ func TestCommitPaths(t *testing.T) {
 					uploads[call.Key][aws.ToString(call.Input.(*s3.CompleteMultipartUploadInput).UploadId)] = true
 				}
 			}
-			objs := readObjects(t, c, bucket, "out/")
+			objs := s3test.Objects(t, c, bucket, "out/")
 			var got []string
 			for k, v := range objs {
 				// Racing commits may both complete the one upload (S3 answers

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/s3once/s3once/internal/s3test"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -295,7 +296,7 @@ func TestCSVHeader(t *testing.T) {
 	}
 	r := &runner{t: t, s: st, client: c, rng: rand.New(rand.NewPCG(1, 1)), checkpointP: 0.5, crashP: 0.2}
 	res := r.commitAll(r.run(b))
-	objs := readObjects(t, c, bucket, "csv/")
+	objs := s3test.Objects(t, c, bucket, "csv/")
 	if len(objs) != 5 {
 		t.Fatalf("%d files, want 5 of at most 7 records", len(objs))
 	}

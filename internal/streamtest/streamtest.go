@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -185,26 +185,11 @@ func commitAndCheck(t *testing.T, env Env, cr recoverable.CommitRecoverable, wan
 	if err := Complete(ctx, env.Client, cr); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
-	got := ReadObject(t, env.Client, cr.Bucket, cr.Key)
+	got := s3test.Object(t, env.Client, cr.Bucket, cr.Key)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("object holds %d bytes (crc %016x), want %d bytes (crc %016x); first difference at %d",
 			len(got), recoverable.CRC64(got), len(want), recoverable.CRC64(want), firstDiff(got, want))
 	}
-}
-
-// ReadObject returns an object's bytes.
-func ReadObject(t *testing.T, c recoverable.S3, bucket, key string) []byte {
-	t.Helper()
-	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		t.Fatalf("get s3://%s/%s: %v", bucket, key, err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatalf("read s3://%s/%s: %v", bucket, key, err)
-	}
-	return b
 }
 
 func firstDiff(a, b []byte) int {
