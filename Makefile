@@ -36,10 +36,13 @@ test: tools vet
 # `make test` already runs their seed corpora as ordinary tests.
 FUZZTIME ?= 30s
 CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
+SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch
 
 fuzz:
 	set -e; for f in $(CODER_FUZZ); do \
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./coder/; \
+	done; for f in $(SINK_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./sink/; \
 	done
 
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
