@@ -36,25 +36,19 @@ var uploadSides = []struct {
 	// it), the checksum the stream sends: the same hashing on both sides.
 	{"uploader-crc64", (*uploadBench).uploaderCRC64},
 	// The ceiling: concurrent UploadPart calls of buffers filled and
-	// checksummed in advance, with the requests the stream sends, and the
-	// same Complete; no copying, no checksumming, no bookkeeping.
+	// checksummed in advance, with the requests the stream sends (a
+	// CRC64NVME header, the body UNSIGNED-PAYLOAD), and the same Complete;
+	// no copying, no checksumming, no bookkeeping.
 	{"ceiling", (*uploadBench).ceiling},
-	// A prototype: the stream over a client that sends UNSIGNED-PAYLOAD with
-	// its parts and side objects, which carry a CRC64NVME header the server
-	// checks, instead of letting the SDK hash every body with SHA-256 for the
-	// signature (it does so on plain-http endpoints).
-	{"stream-unsigned", (*uploadBench).streamUnsigned},
 }
 
 type uploadBench struct {
-	env      *env
-	client   *benchClient // signed
-	uclient  *benchClient // unsigned
-	writer   *recoverable.Writer
-	unsigned *recoverable.Writer
-	up       *manager.Uploader
-	bufs     [][]byte // the ceiling's part buffers
-	partCRC  uint64
+	env     *env
+	client  *benchClient
+	writer  *recoverable.Writer
+	up      *manager.Uploader
+	bufs    [][]byte // the ceiling's part buffers
+	partCRC uint64
 }
 
 // BenchmarkUpload writes one object of each size per operation, through each
@@ -85,7 +79,7 @@ func BenchmarkUpload(b *testing.B) {
 						b.StartTimer()
 					}
 					b.ReportMetric(alloc.perMiB(n, size), "B/MiB")
-					complete := time.Duration(u.client.completeNs.Load() + u.uclient.completeNs.Load())
+					complete := time.Duration(u.client.completeNs.Load())
 					b.ReportMetric(float64(complete.Microseconds())/1000/float64(n), "complete-ms/op")
 				})
 			}
@@ -96,12 +90,7 @@ func BenchmarkUpload(b *testing.B) {
 func newUploadBench(b *testing.B) *uploadBench {
 	e := newEnv(b)
 	c := &benchClient{Client: e.client}
-	uc := &benchClient{Client: e.client, unsigned: true}
 	w, err := recoverable.NewWriter(c, recoverable.Options{PartSize: partSize, Concurrency: concurrency})
-	if err != nil {
-		b.Fatal(err)
-	}
-	uw, err := recoverable.NewWriter(uc, recoverable.Options{PartSize: partSize, Concurrency: concurrency})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +98,7 @@ func newUploadBench(b *testing.B) *uploadBench {
 		u.PartSize = partSize
 		u.Concurrency = concurrency
 	})
-	u := &uploadBench{env: e, client: c, uclient: uc, writer: w, unsigned: uw, up: up}
+	u := &uploadBench{env: e, client: c, writer: w, up: up}
 	for range concurrency {
 		u.bufs = append(u.bufs, Fill(make([]byte, partSize)))
 	}
@@ -119,10 +108,6 @@ func newUploadBench(b *testing.B) *uploadBench {
 
 func (u *uploadBench) stream(ctx context.Context, key string, size int64) error {
 	return writeStream(ctx, u.writer, u.client, u.env.bucket, key, size)
-}
-
-func (u *uploadBench) streamUnsigned(ctx context.Context, key string, size int64) error {
-	return writeStream(ctx, u.unsigned, u.uclient, u.env.bucket, key, size)
 }
 
 // writeStream writes size bytes of the pattern to a new stream and commits it.
@@ -183,7 +168,7 @@ func (u *uploadBench) ceiling(ctx context.Context, key string, size int64) error
 				Bucket: bucket, Key: aws.String(key), UploadId: out.UploadId, PartNumber: num,
 				Body: bytes.NewReader(buf), ContentLength: aws.Int64(partSize),
 				ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: crc,
-			})
+			}, unsignedBody)
 			if err != nil {
 				return err
 			}
@@ -209,32 +194,19 @@ func (u *uploadBench) ceiling(ctx context.Context, key string, size int64) error
 	return err
 }
 
-// benchClient is the client every side of BenchmarkUpload writes through:
-// it times CompleteMultipartUpload and, when unsigned is set, sends part and
-// side-object bodies as UNSIGNED-PAYLOAD. That is the change this package
-// measures before anyone makes it in the recoverable package: the CRC64NVME
-// header the stream sets is still signed and checked by the server, so the
-// body stays protected, but the SDK no longer hashes every body with SHA-256
-// for the signature (which it does on plain-http endpoints).
+// unsignedBody is the per-call option the stream adds to requests that carry
+// data when it sends a CRC64NVME header (recoverable's Stream.bodyOptions):
+// the body goes out as UNSIGNED-PAYLOAD instead of being hashed with SHA-256
+// for the signature, which the SDK does on plain-http endpoints. The ceiling
+// sends its parts the same way; TestStreamSendsUnsignedPayload checks that
+// the stream still does.
+var unsignedBody = s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+
+// benchClient is the client every side of BenchmarkUpload writes through: it
+// times CompleteMultipartUpload.
 type benchClient struct {
 	*s3.Client
-	unsigned   bool
 	completeNs atomic.Int64
-}
-
-func (c *benchClient) opts(opts []func(*s3.Options)) []func(*s3.Options) {
-	if !c.unsigned {
-		return opts
-	}
-	return append(opts, s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware))
-}
-
-func (c *benchClient) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	return c.Client.UploadPart(ctx, in, c.opts(opts)...)
-}
-
-func (c *benchClient) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	return c.Client.PutObject(ctx, in, c.opts(opts)...)
 }
 
 func (c *benchClient) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {

@@ -64,13 +64,12 @@ var plans = map[string]struct {
 func uploadGroup(sizes []string, times map[string]string) group {
 	return group{
 		name: "upload", bench: "BenchmarkUpload",
-		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=uploader-crc64", "side=ceiling", "side=stream-unsigned"}},
+		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=uploader-crc64", "side=ceiling"}},
 		times: times,
 		benchstat: [][]string{
 			{"-col", "/side@(uploader stream)"},
 			{"-col", "/side@(uploader-crc64 stream)"},
 			{"-col", "/side@(ceiling stream)"},
-			{"-col", "/side@(stream stream-unsigned)"},
 		},
 	}
 }
@@ -144,8 +143,6 @@ func checks() []check {
 			check{title: "Stream vs manager.Uploader, " + size + ": B/MiB", base: u + "uploader", test: u + "stream", unit: "B/MiB"},
 			check{title: "Stream vs manager.Uploader sending CRC64NVME, " + size + ": throughput", base: u + "uploader-crc64", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
 			check{title: "Stream vs ceiling, " + size + ": throughput", base: u + "ceiling", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 0.95},
-			check{title: "Prototype (UNSIGNED-PAYLOAD) vs stream, " + size + ": throughput", base: u + "stream", test: u + "stream-unsigned", unit: "sec/op", throughput: true},
-			check{title: "Prototype (UNSIGNED-PAYLOAD) vs manager.Uploader, " + size + ": throughput", base: u + "uploader", test: u + "stream-unsigned", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
 		)
 	}
 	cs = append(cs,
