@@ -48,8 +48,9 @@ fuzz:
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
 # comparison runs as its own process, once per round, the rounds interleaved,
 # and benchstat compares them. Raw results and the report go to bench-out/.
-# `make bench` takes about 10-15 minutes on 2 cores; `make bench-quick` is a
-# smoke run of under 2 minutes (fewer rounds, smaller sizes).
+# `make bench` takes about 5 minutes on 2 quiet cores (10-15 with other work
+# running); `make bench-quick` is a smoke run of under 2 minutes (fewer
+# rounds, smaller sizes).
 BENCH_OUT := bench-out
 
 bench: $(VERSITYGW) $(BENCHSTAT)
