@@ -67,6 +67,9 @@ func (f *writeFilesFn) Setup(ctx context.Context) error {
 		return err
 	}
 	f.committer = w.committer
+	// Under a real harness; tests that drive the DoFn themselves call init
+	// and keep their finalizer.
+	f.noFinalize = !finalizeCommits
 	return f.init(w.client)
 }
 
