@@ -100,25 +100,24 @@ func (r *runner) committer(api s3API) *committer.Committer {
 }
 
 func (r *runner) roundTripBatch(b batch) batch {
-	enc, err := encodeBatch(b)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	out, err := decodeBatch(enc)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return out
+	return roundTrip(r.t, b, encodeBatch, decodeBatch)
 }
 
 func (r *runner) roundTripRestriction(rest restriction) restriction {
-	enc, err := encodeRestriction(rest)
+	return roundTrip(r.t, rest, encodeRestriction, decodeRestriction)
+}
+
+// roundTrip passes v through its real coder, as a runner does with elements
+// and residuals.
+func roundTrip[T any](t testing.TB, v T, enc func(T) ([]byte, error), dec func([]byte) (T, error)) T {
+	t.Helper()
+	b, err := enc(v)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
-	out, err := decodeRestriction(enc)
+	out, err := dec(b)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out
 }
