@@ -113,8 +113,16 @@ func (s *Stream) Write(p []byte) (n int, err error) {
 			}
 		}
 		if int64(len(s.buf)) == s.size {
-			// A full buffer waits here only at the part limit: it is the last part.
-			return n, s.fail("write", fmt.Errorf("%w: part %d of %d is full", ErrPartLimit, s.nextPart, s.opts.MaxParts), hintPartLimit)
+			// A full buffer waits here at the part limit (it is the last part),
+			// or after recovering a token taken there by a writer with a lower
+			// MaxParts than this one.
+			if int(s.nextPart) >= s.opts.MaxParts {
+				return n, s.fail("write", fmt.Errorf("%w: part %d of %d is full", ErrPartLimit, s.nextPart, s.opts.MaxParts), hintPartLimit)
+			}
+			if err := s.flush(); err != nil {
+				return n, err
+			}
+			continue
 		}
 		c := copy(s.buf[len(s.buf):s.size], p)
 		s.buf = s.buf[:len(s.buf)+c]

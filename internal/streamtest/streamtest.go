@@ -501,6 +501,23 @@ func partLimit(t *testing.T, env Env) {
 		t.Fatalf("%d parts, want 3", cr.Parts.Count)
 	}
 	commitAndCheck(t, env, cr, data[:3*PartSize])
+
+	// A writer allowed more parts recovers a token taken at the limit (its
+	// tail is a whole part) and writes on past it.
+	s4, _ := w.Open(context.Background(), bucket, "file2", recoverable.ObjectOptions{})
+	write(t, s4, data[:3*PartSize])
+	atLimit := persist(t, s4)
+	if atLimit.Tail.Len != PartSize {
+		t.Fatalf("token at the limit has a %d-byte tail, want a whole part", atLimit.Tail.Len)
+	}
+	wide := newWriter(t, env, recoverable.Options{MaxParts: 5, InlineTailMax: -1})
+	s5 := recoverStream(t, wide, atLimit)
+	write(t, s5, data[3*PartSize:])
+	cr5 := closeForCommit(t, s5)
+	if cr5.Parts.Count != 4 {
+		t.Fatalf("%d parts after writing past the old limit, want 4", cr5.Parts.Count)
+	}
+	commitAndCheck(t, env, cr5, data)
 }
 
 // emptyFile: a file nobody wrote to commits as a zero-byte object.
