@@ -1,33 +1,44 @@
 package sink
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
-// batch is every record of one shard of one destination, window and pane,
-// sorted bytewise: the writer's element. Sorting makes a file's bytes a
-// function of the set of records it holds, whatever order the runner handed
-// them over in.
+// batch is the writer's element: records of one shard of one destination,
+// window and pane, sorted bytewise. Sorting makes a file's bytes a function of
+// the set of records it holds, whatever order the runner handed them over in.
+//
+// A shard that fits in MaxBatchBytes is one batch (SubBatches 1). A larger
+// shard is split into SubBatches batches by a hash of each record, so which
+// batch a record lands in depends on the record alone; SubBatch is the
+// batch's index among them.
 type batch struct {
 	Destination string
 	Window      string
 	Pane        int64
 	Shard       int
 	Shards      int
+	SubBatch    int
+	SubBatches  int
 	Lines       [][]byte
 }
 
-// batchFn gathers a group into a batch. It holds at most MaxBatchBytes of
-// records; a larger group fails with an error that names it.
+// batchFn turns a group into batches. It holds at most MaxBatchBytes of
+// records in memory; a larger group goes to local temporary files and comes
+// back one sub-batch at a time.
 type batchFn struct {
 	S settings `json:"s"`
 }
@@ -45,20 +56,60 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 	if err != nil {
 		return fmt.Errorf("s3once sink: destination %q, shard %d: %w", dest, shard, err)
 	}
-	b := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.S.Shards}
+	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.S.Shards, SubBatches: 1}
+	return gatherBatches(head, f.S.MaxBatchBytes, values, emit)
+}
+
+// maxSubBatches is the number of spill buckets, and so the most sub-batches a
+// shard is split into.
+const maxSubBatches = 64
+
+// spillBufferSize is the write buffer of each spill bucket.
+const spillBufferSize = 16 << 10
+
+// gatherBatches reads a group once. While its records fit in limit bytes they
+// stay in memory and make one batch, like head. Past that, every record goes
+// to one of maxSubBatches bucket files under a temporary directory, chosen by
+// subBatchHash; the buckets are then read back in contiguous runs, each run
+// one sub-batch of at most limit bytes, sorted and emitted in turn. Which
+// sub-batch a record lands in, and how many there are, depend only on the
+// multiset of records.
+func gatherBatches(head batch, limit int64, values func(*[]byte) bool, emit func(batch)) (err error) {
 	var (
+		lines [][]byte
 		chunk []byte
 		total int64
 		line  []byte
+		sp    *spill
 	)
+	defer func() {
+		if sp != nil {
+			if cerr := sp.remove(); err == nil && cerr != nil {
+				err = head.fail("remove spill files", cerr)
+			}
+		}
+	}()
 	for values(&line) {
 		total += int64(len(line))
-		if total > f.S.MaxBatchBytes {
-			return fmt.Errorf("s3once sink: destination %q, window %s, pane %d, shard %d of %d holds more than MaxBatchBytes (%d bytes) of records; raise Shards (now %d) so each shard holds less, or raise MaxBatchBytes (a worker holds one batch in memory)",
-				dest, win, pane.Index, shard, f.S.Shards, f.S.MaxBatchBytes, f.S.Shards)
+		if sp == nil && total > limit {
+			if sp, err = newSpill(); err != nil {
+				return head.fail("spill to local disk", err)
+			}
+			for _, l := range lines {
+				if err := sp.add(l); err != nil {
+					return head.fail("spill to local disk", err)
+				}
+			}
+			lines, chunk = nil, nil
+		}
+		if sp != nil {
+			if err := sp.add(line); err != nil {
+				return head.fail("spill to local disk", err)
+			}
+			continue
 		}
 		if len(line) > arenaChunk/4 {
-			b.Lines = append(b.Lines, append([]byte(nil), line...))
+			lines = append(lines, append([]byte(nil), line...))
 			continue
 		}
 		if cap(chunk)-len(chunk) < len(line) {
@@ -66,20 +117,218 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 		}
 		start := len(chunk)
 		chunk = append(chunk, line...)
-		b.Lines = append(b.Lines, chunk[start:len(chunk):len(chunk)])
+		lines = append(lines, chunk[start:len(chunk):len(chunk)])
 	}
-	slices.SortFunc(b.Lines, bytes.Compare)
-	emit(b)
+	if sp == nil {
+		slices.SortFunc(lines, bytes.Compare)
+		head.Lines = lines
+		emit(head)
+		return nil
+	}
+	if err := sp.finish(); err != nil {
+		return head.fail("spill to local disk", err)
+	}
+	n := subBatchCount(total, limit)
+	per := maxSubBatches / n
+	// Check every sub-batch before emitting any.
+	for j := 0; j < n; j++ {
+		size := sp.size(j*per, (j+1)*per)
+		if size > limit && total > maxSubBatches*limit/2 {
+			return fmt.Errorf("s3once sink: destination %q, window %s, pane %d, shard %d of %d holds %d bytes of records, too many for %d sub-batches of at most MaxBatchBytes (%d bytes; sub-batch %d holds %d): raise Shards so each shard holds less, or raise MaxBatchBytes",
+				head.Destination, head.Window, head.Pane, head.Shard, head.Shards, total, maxSubBatches, limit, j, size)
+		}
+		if size > limit {
+			return fmt.Errorf("s3once sink: destination %q, window %s, pane %d, shard %d of %d holds %d bytes of records, and splitting it by record hash into %d sub-batches still leaves %d bytes in sub-batch %d, more than MaxBatchBytes (%d): the records are too skewed to split (many identical records, say); raise MaxBatchBytes",
+				head.Destination, head.Window, head.Pane, head.Shard, head.Shards, total, n, size, j, limit)
+		}
+	}
+	for j := 0; j < n; j++ {
+		lines, err := sp.read(j*per, (j+1)*per)
+		if err != nil {
+			return head.fail("read spill files back", err)
+		}
+		if len(lines) == 0 {
+			continue // no file is ever empty
+		}
+		slices.SortFunc(lines, bytes.Compare)
+		b := head
+		b.SubBatch, b.SubBatches, b.Lines = j, n, lines
+		emit(b)
+	}
 	return nil
 }
 
+func (b *batch) fail(what string, err error) error {
+	return fmt.Errorf("s3once sink: destination %q, window %s, pane %d, shard %d of %d: %s: %w", b.Destination, b.Window, b.Pane, b.Shard, b.Shards, what, err)
+}
+
+// subBatchCount is the number of sub-batches a spilled group of total bytes is
+// split into: the least power of two that makes them half of limit on
+// average, at most maxSubBatches.
+func subBatchCount(total, limit int64) int {
+	half := max(limit/2, 1)
+	need := (total + half - 1) / half
+	n := 1
+	for int64(n) < need && n < maxSubBatches {
+		n <<= 1
+	}
+	return n
+}
+
+// subBatchSalt sets subBatchHash apart from the shard hash (a plain FNV-64a of
+// the record): records of one shard share that hash modulo Shards, not this
+// one.
+var subBatchSalt = [8]byte{'s', '3', 'o', 'n', 'c', 'e', 's', 'b'}
+
+// subBatchHash picks a record's spill bucket, 0 to maxSubBatches-1: the top
+// six bits of a salted FNV-64a of the record, mixed by the MurmurHash3
+// finaliser. It is the same in every process and every version that keeps
+// the sub-batch layout.
+func subBatchHash(rec []byte) int {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for _, c := range subBatchSalt {
+		h ^= uint64(c)
+		h *= prime
+	}
+	for _, c := range rec {
+		h ^= uint64(c)
+		h *= prime
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return int(h >> 58)
+}
+
+// spill is a group's records on local disk: maxSubBatches bucket files of
+// length-prefixed (uvarint) records.
+type spill struct {
+	dir   string
+	files [maxSubBatches]*os.File
+	bufs  [maxSubBatches]*bufio.Writer
+	sizes [maxSubBatches]int64 // record bytes, prefixes left out
+	tmp   [binary.MaxVarintLen64]byte
+}
+
+func newSpill() (*spill, error) {
+	dir, err := os.MkdirTemp("", "s3once-batch-*")
+	if err != nil {
+		return nil, err
+	}
+	sp := &spill{dir: dir}
+	for i := range sp.files {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("bucket-%02d", i)))
+		if err != nil {
+			_ = sp.remove()
+			return nil, err
+		}
+		sp.files[i] = f
+		sp.bufs[i] = bufio.NewWriterSize(f, spillBufferSize)
+	}
+	return sp, nil
+}
+
+func (sp *spill) add(rec []byte) error {
+	i := subBatchHash(rec)
+	w := sp.bufs[i]
+	n := binary.PutUvarint(sp.tmp[:], uint64(len(rec)))
+	if _, err := w.Write(sp.tmp[:n]); err != nil {
+		return err
+	}
+	if _, err := w.Write(rec); err != nil {
+		return err
+	}
+	sp.sizes[i] += int64(len(rec))
+	return nil
+}
+
+// finish flushes and closes the bucket files.
+func (sp *spill) finish() error {
+	for i, f := range sp.files {
+		if err := sp.bufs[i].Flush(); err != nil {
+			return err
+		}
+		sp.files[i] = nil
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sp *spill) size(from, to int) int64 {
+	var n int64
+	for _, s := range sp.sizes[from:to] {
+		n += s
+	}
+	return n
+}
+
+// read returns the records of buckets [from, to), copied into one block.
+func (sp *spill) read(from, to int) ([][]byte, error) {
+	arena := make([]byte, 0, sp.size(from, to))
+	var lines [][]byte
+	for i := from; i < to; i++ {
+		f, err := os.Open(filepath.Join(sp.dir, fmt.Sprintf("bucket-%02d", i)))
+		if err != nil {
+			return nil, err
+		}
+		r := bufio.NewReaderSize(f, spillBufferSize)
+		var got int64
+		for {
+			n, err := binary.ReadUvarint(r)
+			if err == io.EOF {
+				break
+			}
+			if err != nil || int64(n) > sp.sizes[i]-got {
+				f.Close()
+				return nil, fmt.Errorf("bucket %d is corrupt (%v)", i, err)
+			}
+			start := len(arena)
+			arena = arena[:start+int(n)]
+			if _, err := io.ReadFull(r, arena[start:]); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("bucket %d: %w", i, err)
+			}
+			lines = append(lines, arena[start:len(arena):len(arena)])
+			got += int64(n)
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		if got != sp.sizes[i] {
+			return nil, fmt.Errorf("bucket %d holds %d bytes of records, %d were written", i, got, sp.sizes[i])
+		}
+	}
+	return lines, nil
+}
+
+// remove closes whatever is still open and deletes the directory.
+func (sp *spill) remove() error {
+	for i, f := range sp.files {
+		if f != nil {
+			_ = f.Close()
+			sp.files[i] = nil
+		}
+	}
+	return os.RemoveAll(sp.dir)
+}
+
 // The batch encoding: magic, version, payload, CRC-32C of everything before
-// it. The payload holds the destination, window, pane, shard, shard count and
-// the records, each length-prefixed (uvarint). It is not framed with the coder
-// package's Frame, whose payloads are bounded to 1 MiB.
+// it. The payload holds the destination, window, pane, shard, shard count,
+// then (from version 2 on) the sub-batch and the sub-batch count, then the
+// records, each length-prefixed (uvarint). It is not framed with the coder
+// package's Frame, whose payloads are bounded to 1 MiB. Version 1, which had
+// no sub-batches, still decodes, as sub-batch 0 of 1.
 var batchMagic = [4]byte{'S', '3', 'W', 'B'}
 
-const batchVersion = 1
+const batchVersion = 2
 
 // errBatchEncoding is wrapped by every batch decoding error.
 var errBatchEncoding = errors.New("s3once sink: malformed batch encoding")
@@ -87,10 +336,11 @@ var errBatchEncoding = errors.New("s3once sink: malformed batch encoding")
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func encodeBatch(b batch) ([]byte, error) {
-	if b.Shards < 1 || b.Shards > MaxShards || b.Shard < 0 || b.Shard >= b.Shards || b.Pane < 0 {
-		return nil, fmt.Errorf("s3once sink: cannot encode batch: shard %d of %d, pane %d", b.Shard, b.Shards, b.Pane)
+	if b.Shards < 1 || b.Shards > MaxShards || b.Shard < 0 || b.Shard >= b.Shards || b.Pane < 0 ||
+		b.SubBatches < 1 || b.SubBatches > maxSubBatches || b.SubBatch < 0 || b.SubBatch >= b.SubBatches {
+		return nil, fmt.Errorf("s3once sink: cannot encode batch: shard %d of %d, sub-batch %d of %d, pane %d", b.Shard, b.Shards, b.SubBatch, b.SubBatches, b.Pane)
 	}
-	size := 5 + 4 + 5*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window)
+	size := 5 + 4 + 7*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window)
 	for _, l := range b.Lines {
 		size += uvarintLen(uint64(len(l))) + len(l)
 	}
@@ -102,6 +352,8 @@ func encodeBatch(b batch) ([]byte, error) {
 	out = binary.AppendUvarint(out, uint64(b.Pane))
 	out = binary.AppendUvarint(out, uint64(b.Shard))
 	out = binary.AppendUvarint(out, uint64(b.Shards))
+	out = binary.AppendUvarint(out, uint64(b.SubBatch))
+	out = binary.AppendUvarint(out, uint64(b.SubBatches))
 	out = binary.AppendUvarint(out, uint64(len(b.Lines)))
 	for _, l := range b.Lines {
 		out = binary.AppendUvarint(out, uint64(len(l)))
@@ -125,8 +377,9 @@ func decodeBatch(data []byte) (batch, error) {
 	if got := crc32.Checksum(body, castagnoli); got != sum {
 		return fail("CRC-32C %08x, stored %08x", got, sum)
 	}
-	if v := data[4]; v != batchVersion {
-		return fail("version %d (this build reads version %d)", v, batchVersion)
+	version := data[4]
+	if version < 1 || version > batchVersion {
+		return fail("version %d (this build reads versions 1 to %d)", version, batchVersion)
 	}
 	r := fieldReader{b: body[5:]}
 	var b batch
@@ -135,13 +388,22 @@ func decodeBatch(data []byte) (batch, error) {
 	pane := r.uvarint(math.MaxInt64)
 	shard := r.uvarint(MaxShards - 1)
 	shards := r.uvarint(MaxShards)
+	sub, subs := uint64(0), uint64(1)
+	if version >= 2 {
+		sub = r.uvarint(maxSubBatches - 1)
+		subs = r.uvarint(maxSubBatches)
+	}
 	count := r.uvarint(uint64(len(r.b)))
 	if r.err != nil {
 		return fail("%v", r.err)
 	}
 	b.Pane, b.Shard, b.Shards = int64(pane), int(shard), int(shards)
+	b.SubBatch, b.SubBatches = int(sub), int(subs)
 	if b.Shards < 1 || b.Shard >= b.Shards {
 		return fail("shard %d of %d", b.Shard, b.Shards)
+	}
+	if b.SubBatches < 1 || b.SubBatch >= b.SubBatches {
+		return fail("sub-batch %d of %d", b.SubBatch, b.SubBatches)
 	}
 	if err := checkPath("destination", b.Destination, MaxDestinationLen); err != nil {
 		return fail("%v", err)

@@ -16,6 +16,8 @@ type batchRow struct {
 	Pane        int64
 	Shard       int
 	Shards      int
+	SubBatch    int
+	SubBatches  int
 	Lines       [][]byte
 }
 

@@ -29,6 +29,11 @@ type FileResult struct {
 	// Shard is the file's shard; FileIndex its place among the shard's files.
 	Shard     int `json:"shard"`
 	FileIndex int `json:"fileIndex"`
+	// SubBatch and SubBatches say which part of its shard the file came from:
+	// a shard larger than MaxBatchBytes is written as SubBatches sub-batches
+	// (1 when it was not split), and FileIndex counts within the sub-batch.
+	SubBatch   int `json:"subBatch"`
+	SubBatches int `json:"subBatches"`
 }
 
 // Beam metrics, in the "s3once" namespace.

@@ -29,6 +29,7 @@ const (
 	DefaultMaxBatchBytes = 64 << 20
 	// MinMaxBatchBytes and MaxMaxBatchBytes bound Config.MaxBatchBytes. A batch
 	// is one element: a worker holds it in memory, and a checkpoint re-sends it.
+	// A larger shard is split into several batches through local disk.
 	MinMaxBatchBytes = 1 << 10
 	MaxMaxBatchBytes = 2 << 30
 	// MinMaxFileBytes is the smallest Config.MaxFileBytes accepted.
@@ -120,12 +121,16 @@ type Config struct {
 	// Shards is the number of shards per destination, window and pane: each
 	// shard is written by one worker, as one or more files. A record's shard
 	// is a hash of its bytes, so equal inputs shard equally. Default
-	// DefaultShards (4). All of a shard's records must fit in MaxBatchBytes;
-	// raise Shards when they do not.
+	// DefaultShards (4). A shard larger than MaxBatchBytes is spilled to
+	// local disk and written as several sub-batches, by the same worker;
+	// raise Shards to spread the work.
 	Shards int
-	// MaxBatchBytes bounds the record bytes of one shard (of one destination,
-	// window and pane), which a worker holds in memory while it writes them.
-	// A larger shard fails the pipeline with an error that says so. Default
+	// MaxBatchBytes bounds the record bytes of one batch, which a worker
+	// holds in memory while it writes them. A shard (of one destination,
+	// window and pane) larger than that is spilled to local temporary disk
+	// (as many bytes as the shard holds) and written as several sub-batches
+	// of at most MaxBatchBytes each; a shard too skewed to split (many
+	// identical records) fails the pipeline with an error that says so. Default
 	// DefaultMaxBatchBytes (64 MiB), at least 1 KiB, at most 2 GiB. A file
 	// never holds more than one batch: to get larger files, raise
 	// MaxBatchBytes (and MaxFileBytes) or lower Shards.

@@ -21,7 +21,8 @@
 //     its shard: a hash (FNV-64a) of the record's bytes modulo Config.Shards.
 //  2. A GroupByKey gathers the records of each (destination, shard), per
 //     window and pane.
-//  3. Batch sorts each group's records bytewise into one element, a batch.
+//  3. Batch sorts each group's records bytewise into one element, a batch;
+//     a group larger than MaxBatchBytes becomes several (see below).
 //  4. WriteFiles, a splittable DoFn, writes each batch as one or more files,
 //     each a multipart upload (see the recoverable package), and closes them.
 //  5. Each closed file's commit token goes through a Reshuffle to Commit,
@@ -31,9 +32,9 @@
 // # Exactly once
 //
 // A file's name and its bytes are functions of the records it holds: its name
-// comes from (destination, window, pane, shard, file index), its records are
-// sorted, its shard is a hash of its records, and it rolls at places decided
-// by the records alone (their sizes and count). A retried bundle or a rerun of
+// comes from (destination, window, pane, shard, sub-batch, file index), its
+// records are sorted, its shard and sub-batch are hashes of its records, and
+// it rolls at places decided by the records alone (their sizes and count). A retried bundle or a rerun of
 // the whole pipeline therefore writes the same bytes under the same names, and
 // the commit, which is conditional (If-None-Match) and verified (size and
 // CRC64NVME of the whole object), keeps exactly one copy. A rerun that would
@@ -85,22 +86,40 @@
 //
 // # Sizes and memory
 //
-// A batch holds every record of one shard of one destination, window and
-// pane, and a worker holds a whole batch in memory while it writes it (a
-// checkpoint's residual carries the batch again, so batches must be
-// elements). MaxBatchBytes bounds a batch; a larger shard fails the pipeline
-// with an error that names the destination, window and shard and says to
-// raise Shards (more, smaller shards) or MaxBatchBytes. A file never holds
-// more than one batch: files are at most min(MaxFileBytes, MaxBatchBytes)
-// bytes of records; to get larger files, raise MaxBatchBytes and
-// MaxFileBytes, or lower Shards. Besides the batch's bytes, a worker holds an
-// index of 24 bytes per record, and, while it writes, the file's part
-// buffers: PartSize x (Concurrency + 1) bytes. A record larger than
-// MaxFileBytes fails the pipeline.
+// A worker holds a whole batch in memory while it writes it (a checkpoint's
+// residual carries the batch again, so batches must be elements), and
+// MaxBatchBytes bounds a batch. A shard (of one destination, window and pane)
+// of at most MaxBatchBytes of records is one batch. The GroupByKey hands a
+// shard's records over once, so a larger shard goes to local disk: as soon as
+// its records pass MaxBatchBytes, Batch writes them, and the rest as they
+// come, to 64 bucket files under a new directory in os.TempDir (TMPDIR),
+// picked by a salted hash of each record that has nothing to do with the
+// shard hash. At the end it cuts the buckets into n sub-batches, n the least
+// power of two that makes them MaxBatchBytes/2 on average (at most 64), reads
+// them back one at a time, sorts each and emits it as a batch of its own; the
+// directory is removed whatever happens. So a worker holds at most
+// MaxBatchBytes of records per shard in memory, whatever the shard's size,
+// but needs as much scratch disk as the largest shard it gathers (its record
+// bytes plus a length prefix per record). Which sub-batch a record falls in
+// depends on the record alone, so reruns split alike. A shard whose records
+// cannot be split that way, because one sub-batch alone would still pass
+// MaxBatchBytes (many identical records, say), fails the pipeline with an
+// error that names the destination, window, pane and shard and says to raise
+// MaxBatchBytes; so does a shard of more than about 32 x MaxBatchBytes whose
+// 64 sub-batches do not all fit (raise Shards there).
+//
+// A file never spans batches, nor sub-batches: files are at most
+// min(MaxFileBytes, MaxBatchBytes) bytes of records; to get larger files,
+// raise MaxBatchBytes and MaxFileBytes, or lower Shards. Besides the batch's
+// bytes, a worker holds an index of 24 bytes per record, and, while it
+// writes, the file's part buffers: PartSize x (Concurrency + 1) bytes; while
+// it spills, 64 buffers of 16 KiB. A record larger than MaxFileBytes fails
+// the pipeline.
 //
 // Shards defaults to DefaultShards (4) per destination, window and pane: the
-// number of files written in parallel for each, and the number of
-// MaxBatchBytes-sized batches one of them can hold.
+// number of files written in parallel for each. A shard split into
+// sub-batches is still written by one worker, one sub-batch after another, so
+// raise Shards for parallelism and to keep shards off the disk.
 //
 // # Names
 //
@@ -113,7 +132,14 @@
 // shard, NNNNN the number of shards, FFFFF the file's index in its shard (all
 // zero-padded to five digits), and <suffix> the format's extension followed by
 // the codec's (".jsonl.gz"). An empty Prefix or destination leaves out its
-// part and slash. An input with no records writes no file; no file is ever
+// part and slash. The files of a shard that was split into sub-batches carry
+// the sub-batch too:
+//
+//	<Prefix>/<destination>/<window>-pane-<pane>-shard-<SSSSS>-of-<NNNNN>-batch-<BB>-of-<MM>-file-<FFFFF><suffix>
+//
+// where BB is the sub-batch and MM the number of sub-batches (two digits),
+// and FFFFF counts files within the sub-batch. A sub-batch with no records
+// writes no file. An input with no records writes no file; no file is ever
 // empty.
 //
 // # Windows, panes and time

@@ -33,7 +33,7 @@ func fixtureToken(t testing.TB) []byte {
 }
 
 func fixtureBatch() batch {
-	return batch{Destination: "country=fr", Window: "20240601T100000Z-20240601T100100Z", Pane: 2, Shard: 1, Shards: 3,
+	return batch{Destination: "country=fr", Window: "20240601T100000Z-20240601T100100Z", Pane: 2, Shard: 1, Shards: 3, SubBatches: 1,
 		Lines: [][]byte{[]byte(""), []byte("a\n"), []byte("b,c\n"), bytes.Repeat([]byte("x"), 200)}}
 }
 
@@ -84,17 +84,38 @@ func TestRestrictionGolden(t *testing.T) {
 }
 
 func TestBatchGolden(t *testing.T) {
-	b := fixtureBatch()
-	enc, err := encodeBatch(b)
+	split := fixtureBatch()
+	split.SubBatch, split.SubBatches = 5, 8
+	for name, b := range map[string]batch{"batch_v2.bin": fixtureBatch(), "batch_v2_split.bin": split} {
+		t.Run(name, func(t *testing.T) {
+			enc, err := encodeBatch(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeBatch(golden(t, name, enc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, b) {
+				t.Fatalf("decoded %+v, want %+v", got, b)
+			}
+		})
+	}
+}
+
+// TestBatchV1 decodes a batch written by the first version of the encoding,
+// which had no sub-batches, as sub-batch 0 of 1.
+func TestBatchV1(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "batch_v1.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeBatch(golden(t, "batch_v1.bin", enc))
+	got, err := decodeBatch(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, b) {
-		t.Fatalf("decoded %+v, want %+v", got, b)
+	if want := fixtureBatch(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, want %+v", got, want)
 	}
 }
 
@@ -177,11 +198,14 @@ func FuzzDecodeRestriction(f *testing.F) {
 }
 
 func FuzzDecodeBatch(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join("testdata", "batch_v1.bin")); err == nil {
-		f.Add(b)
+	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add([]byte{})
 	f.Add([]byte("S3WB\x01"))
+	f.Add([]byte("S3WB\x02"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := decodeBatch(data)
 		if err != nil {
@@ -194,8 +218,16 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		if !bytes.Equal(enc, data) {
-			t.Fatalf("%x decodes to a batch that encodes to %x", data, enc)
+		if data[4] == batchVersion {
+			if !bytes.Equal(enc, data) {
+				t.Fatalf("%x decodes to a batch that encodes to %x", data, enc)
+			}
+			return
+		}
+		// An older version re-encodes as the current one, to the same batch.
+		again, err := decodeBatch(enc)
+		if err != nil || !reflect.DeepEqual(again, b) {
+			t.Fatalf("%x decodes to %+v, which re-encodes and decodes to %+v (%v)", data, b, again, err)
 		}
 	})
 }

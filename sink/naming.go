@@ -43,7 +43,8 @@ func windowTime(t typex.EventTime) string {
 //
 //	<prefix>/<destination>/<window>-pane-<pane>-shard-<SSSSS>-of-<NNNNN>-file-<FFFFF><ext>
 //
-// with empty parts (and their slashes) left out. Every part is a function of
+// with empty parts (and their slashes) left out. A file of a shard that was
+// split into sub-batches has "-batch-<BB>-of-<MM>" after the shard's count. Every part is a function of
 // the file's records, so a retry or a rerun names its files alike.
 func fileKey(s settings, ext string, b *batch, file int) string {
 	var k strings.Builder
@@ -63,18 +64,27 @@ func fileKey(s settings, ext string, b *batch, file int) string {
 	k.WriteString(pad5(int64(b.Shard)))
 	k.WriteString("-of-")
 	k.WriteString(pad5(int64(b.Shards)))
+	if b.SubBatches > 1 {
+		k.WriteString("-batch-")
+		k.WriteString(pad(int64(b.SubBatch), 2))
+		k.WriteString("-of-")
+		k.WriteString(pad(int64(b.SubBatches), 2))
+	}
 	k.WriteString("-file-")
 	k.WriteString(pad5(int64(file)))
 	k.WriteString(ext)
 	return k.String()
 }
 
-func pad5(n int64) string {
+func pad5(n int64) string { return pad(n, 5) }
+
+// pad writes n in decimal, zero-padded to width digits.
+func pad(n int64, width int) string {
 	s := strconv.FormatInt(n, 10)
-	if len(s) >= 5 {
+	if len(s) >= width {
 		return s
 	}
-	return strings.Repeat("0", 5-len(s)) + s
+	return strings.Repeat("0", width-len(s)) + s
 }
 
 // checkKey refuses a key S3 would refuse, or one inside the staging prefix.

@@ -48,7 +48,7 @@ func (f *fakeFinalizer) run(t testing.TB) {
 func randomBatch(seed uint64, n, maxLen int) batch {
 	r := rand.New(rand.NewPCG(seed, 7))
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,.;:-_"
-	b := batch{Window: "global", Shard: 1, Shards: 3, Destination: "d/e"}
+	b := batch{Window: "global", Shard: 1, Shards: 3, Destination: "d/e", SubBatches: 1}
 	for i := 0; i < n; i++ {
 		l := make([]byte, 1+r.IntN(maxLen))
 		for j := range l {
@@ -362,7 +362,7 @@ func bigBatch(seed uint64, size int) batch {
 	for i := range block {
 		block[i] = 'a' + byte(r.IntN(26))
 	}
-	b := batch{Window: "20240601T000000Z-20240601T010000Z", Pane: 2, Shard: 0, Shards: 1}
+	b := batch{Window: "20240601T000000Z-20240601T010000Z", Pane: 2, Shard: 0, Shards: 1, SubBatches: 1}
 	for n, i := 0, 0; n < size; i++ {
 		off, ln := r.IntN(len(block)-300), 20+r.IntN(280)
 		l := fmt.Appendf(nil, "%09d %s\n", i, block[off:off+ln])

@@ -8,6 +8,7 @@ import (
 	"github.com/s3once/s3once/internal/s3test"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestFileKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &batch{Destination: "country=fr", Window: "global", Pane: 0, Shard: 3, Shards: 16}
+	b := &batch{Destination: "country=fr", Window: "global", Pane: 0, Shard: 3, Shards: 16, SubBatches: 1}
 	if got, want := fileKey(st, ".jsonl.gz", b, 12), "out/country=fr/global-pane-0-shard-00003-of-00016-file-00012.jsonl.gz"; got != want {
 		t.Errorf("fileKey = %q, want %q", got, want)
 	}
@@ -194,11 +195,12 @@ func TestRuntimeErrors(t *testing.T) {
 	for i := range big {
 		big[i] = strings.Repeat("r", 90) + string(rune('a'+i%26))
 	}
-	t.Run("batch too large", func(t *testing.T) {
+	t.Run("batch too skewed", func(t *testing.T) {
 		cfg := testConfig(bucket, "big")
 		cfg.Shards = 2
 		cfg.MaxBatchBytes = 4 << 10
-		runFailing(t, cfg, big, "raise Shards (now 2) so each shard holds less, or raise MaxBatchBytes")
+		same := slices.Repeat(big[:1], 100) // 9,200 bytes of one record
+		runFailing(t, cfg, same, "the records are too skewed to split (many identical records, say); raise MaxBatchBytes")
 	})
 	t.Run("record too large", func(t *testing.T) {
 		cfg := testConfig(bucket, "rec")
@@ -286,7 +288,7 @@ func TestCSVHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := batch{Window: "global", Shards: 1}
+	b := batch{Window: "global", Shards: 1, SubBatches: 1}
 	for i := 0; i < 30; i++ {
 		rec, err := (CSV{}).Append(nil, []string{fmt.Sprintf("n%02d", i), fmt.Sprint(i)})
 		if err != nil {

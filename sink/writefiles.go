@@ -370,7 +370,7 @@ func (w *fileWriter) close() error {
 	res := FileResult{
 		Bucket: cr.Bucket, Key: key, Bytes: cr.Size(), Records: w.records,
 		Window: w.b.Window, Destination: w.b.Destination, Shard: w.b.Shard,
-		FileIndex: w.index, Pane: w.b.Pane,
+		FileIndex: w.index, Pane: w.b.Pane, SubBatch: w.b.SubBatch, SubBatches: w.b.SubBatches,
 	}
 	w.emit(pendingFile{Commit: enc, Result: res})
 	w.fn.registerCommit(w.bf, cr)
