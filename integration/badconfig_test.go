@@ -53,9 +53,11 @@ func TestBadConfiguration(t *testing.T) {
 		{name: "record larger than a file", args: []string{"--records", "200", "--min-words", "20000", "--max-words", "20000",
 			"--max-file-bytes", "65536", "--max-batch-bytes", "1048576"},
 			code: 1, says: []string{"exceeds MaxFileBytes (65536)", "raise MaxFileBytes"}},
-		{name: "shard larger than a batch", args: []string{"--records", "6000", "--topics", "1", "--shards", "1",
-			"--max-batch-bytes", "1048576"},
-			code: 1, says: []string{"holds more than MaxBatchBytes", "raise Shards"}},
+		// A shard larger than a batch is spilled and split into up to 64
+		// sub-batches; one too large even for that is refused, whole.
+		{name: "shard too large for 64 sub-batches", args: []string{"--records", "6000", "--topics", "1", "--shards", "1",
+			"--max-batch-bytes", "16384"},
+			code: 1, says: []string{"too many for 64 sub-batches", "raise Shards"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
