@@ -184,5 +184,5 @@ type crashError struct{ client string }
 func (e *crashError) Error() string {
 	return fmt.Sprintf("s3mem: client %s crashed; its requests go nowhere", e.client)
 }
-func (e *crashError) Unwrap() error         { return ErrCrashed }
+func (e *crashError) Unwrap() error        { return ErrCrashed }
 func (e *crashError) RetryableError() bool { return false }
