@@ -16,7 +16,17 @@
 //     caller's deadline (context.DeadlineExceeded).
 //
 // LostResponse and Timeout are the nasty ones: the caller cannot tell whether
-// its request took effect.
+// its request took effect. Late is nastier still:
+//
+//   - Late: the caller gets LostResponse's error at once, but the request is
+//     held back (with a copy of its body) and reaches the server only when the
+//     test calls ApplyLate: a stalled request that lands after its caller gave
+//     up, retried, and moved on.
+//
+// RandomPartETags makes the wrapper behave like a bucket whose parts are
+// encrypted with SSE-KMS: every part upload the server carries out gets a
+// fresh random ETag, even for bytes it saw before, so an ETag names one
+// upload of a part, not its content.
 package s3fault
 
 import (
@@ -96,9 +106,12 @@ const (
 	LostResponse
 	SlowDown
 	Timeout
+	Late
 )
 
-// Kinds lists every fault (not None).
+// Kinds lists every fault (not None) whose effect on the server is settled
+// when the call returns. Late is not among them: what it does depends on when
+// the test calls ApplyLate.
 var Kinds = []Kind{BeforeSend, LostResponse, SlowDown, Timeout}
 
 func (k Kind) String() string {
@@ -113,12 +126,15 @@ func (k Kind) String() string {
 		return "slowdown"
 	case Timeout:
 		return "timeout"
+	case Late:
+		return "late"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
 // Applied reports whether the server carries out a request that fails with k.
-func (k Kind) Applied() bool { return k == None || k == LostResponse || k == Timeout }
+// For Late it does, but only once ApplyLate is called.
+func (k Kind) Applied() bool { return k == None || k == LostResponse || k == Timeout || k == Late }
 
 // Call is one call through a Client, as hooks see it and as the log keeps it.
 type Call struct {
@@ -187,6 +203,8 @@ type Client struct {
 	seq   int
 	count map[Op]int
 	log   []Call
+	late  []func(context.Context) error // held requests, in the order they were made
+	etags map[partID]partETag           // set by RandomPartETags
 }
 
 // New wraps inner. With no hooks, every call goes through untouched. A nil
@@ -302,7 +320,7 @@ func FaultError(op Op, k Kind) error {
 		inner = &smithyhttp.RequestSendError{Err: &net.OpError{
 			Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED),
 		}}
-	case LostResponse:
+	case LostResponse, Late:
 		inner = &smithyhttp.RequestSendError{Err: &net.OpError{
 			Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET),
 		}}
@@ -357,6 +375,25 @@ func do[I any, O any](ctx context.Context, c *Client, op Op, in I, bucket, key *
 		ferr := FaultError(op, fc.Fault)
 		c.end(i, ferr)
 		return zero, ferr
+	case Late:
+		held, err := freeze(in)
+		if err != nil {
+			// The body could not be read: the request never left.
+			c.end(i, err)
+			return zero, err
+		}
+		c.mu.Lock()
+		c.late = append(c.late, func(ctx context.Context) error {
+			out, err := call(ctx, held, opts...)
+			if err == nil && closeOut != nil {
+				closeOut(out)
+			}
+			return err
+		})
+		c.mu.Unlock()
+		ferr := FaultError(op, Late)
+		c.end(i, ferr)
+		return zero, ferr
 	default:
 		ferr := FaultError(op, fc.Fault)
 		c.end(i, ferr)
@@ -375,14 +412,14 @@ func (c *Client) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ..
 	if in == nil {
 		in = &s3.UploadPartInput{}
 	}
-	return do(ctx, c, UploadPart, in, in.Bucket, in.Key, c.inner.UploadPart, opts, nil)
+	return do(ctx, c, UploadPart, in, in.Bucket, in.Key, c.uploadPart, opts, nil)
 }
 
 func (c *Client) ListParts(ctx context.Context, in *s3.ListPartsInput, opts ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
 	if in == nil {
 		in = &s3.ListPartsInput{}
 	}
-	return do(ctx, c, ListParts, in, in.Bucket, in.Key, c.inner.ListParts, opts, nil)
+	return do(ctx, c, ListParts, in, in.Bucket, in.Key, c.listParts, opts, nil)
 }
 
 func (c *Client) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
@@ -396,7 +433,7 @@ func (c *Client) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMul
 	if in == nil {
 		in = &s3.CompleteMultipartUploadInput{}
 	}
-	return do(ctx, c, CompleteMultipartUpload, in, in.Bucket, in.Key, c.inner.CompleteMultipartUpload, opts, nil)
+	return do(ctx, c, CompleteMultipartUpload, in, in.Bucket, in.Key, c.completeMultipartUpload, opts, nil)
 }
 
 func (c *Client) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, opts ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
@@ -196,5 +197,93 @@ func TestEveryOperationIsWrapped(t *testing.T) {
 		if last := log[len(log)-1]; last.Op != op || last.Bucket != "b" || last.Err == nil {
 			t.Errorf("%s logged as %+v", op, last)
 		}
+	}
+}
+
+// A Late request fails at once, reaches the server only at ApplyLate, and
+// carries the body it had when it was made, whatever the caller did with its
+// buffer since.
+func TestLate(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	real := srv.Client(s3test.ClientOptions{})
+	b := srv.Bucket(t)
+	ctx := context.Background()
+	f := s3fault.New(real)
+	f.On(s3fault.PutObject, s3fault.Nth(1, s3fault.Late))
+	buf := []byte("first")
+	_, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: bytes.NewReader(buf)})
+	var fe *s3fault.Error
+	var ne net.Error
+	if !errors.As(err, &fe) || fe.Kind != s3fault.Late || !errors.As(err, &ne) {
+		t.Fatalf("late call returned %v, want an injected connection error", err)
+	}
+	if exists(t, real, b, "k") || f.Held() != 1 {
+		t.Fatalf("late request applied before ApplyLate (held %d)", f.Held())
+	}
+	copy(buf, "XXXXX") // the caller reuses its buffer
+	if _, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("k"), Body: strings.NewReader("second")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ApplyLate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3test.Object(t, real, b, "k"); string(got) != "first" {
+		t.Fatalf("after ApplyLate the key holds %q, want the late request's %q", got, "first")
+	}
+	if f.Held() != 0 {
+		t.Fatalf("%d requests still held", f.Held())
+	}
+	if err := f.ApplyLate(ctx); err != nil {
+		t.Fatalf("second ApplyLate: %v", err)
+	}
+}
+
+// RandomPartETags: uploading a part's bytes again gives it another ETag;
+// ListParts shows the latest; completion takes only the latest.
+func TestRandomPartETags(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	real := srv.Client(s3test.ClientOptions{})
+	b := srv.Bucket(t)
+	ctx := context.Background()
+	f := s3fault.New(real)
+	f.RandomPartETags()
+	key := aws.String("obj")
+	up, err := f.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func() string {
+		t.Helper()
+		out, err := f.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b, Key: key, UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: strings.NewReader("same bytes")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.ETag)
+	}
+	first, second := part(), part()
+	if first == second {
+		t.Fatalf("the same bytes uploaded twice got the same ETag %s", first)
+	}
+	listed, err := f.ListParts(ctx, &s3.ListPartsInput{Bucket: &b, Key: key, UploadId: up.UploadId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed.Parts) != 1 || aws.ToString(listed.Parts[0].ETag) != second {
+		t.Fatalf("listed %+v, want part 1 with ETag %s", listed.Parts, second)
+	}
+	complete := func(etag string) error {
+		_, err := f.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b, Key: key, UploadId: up.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: aws.String(etag)}}}})
+		return err
+	}
+	if err := complete(first); recoverable.ErrorCode(err) != "InvalidPart" {
+		t.Fatalf("completion with a superseded ETag: %v, want InvalidPart", err)
+	}
+	if err := complete(second); err != nil {
+		t.Fatalf("completion with the latest ETag: %v", err)
+	}
+	if got := s3test.Object(t, real, b, "obj"); string(got) != "same bytes" {
+		t.Fatalf("object holds %q", got)
 	}
 }
