@@ -93,9 +93,21 @@
 //
 // # Known differences
 //
-// Where the Fake and a real server disagree, either the Fake has a bug or the
-// server has a quirk; the quirks found so far are listed here.
+// TestSemantics runs the same checks against the Fake and versitygw, the
+// stream conformance suite (recoverable, TestConformanceMem) and the
+// committer's protocol tests (committer, TestOnFake) run against both. Where
+// the Fake and a real server disagree, either the Fake has a bug or the
+// server has a quirk; the quirks and simplifications found so far:
 //
+//   - versitygw v1.8.0 answers 200 to a second CompleteMultipartUpload of an
+//     upload it already completed (S3 may as well, for a while); the Fake
+//     answers NoSuchUpload, the harder case for the committer.
+//   - versitygw v1.8.0 refuses, with 400 InvalidArgument "Invalid uploadId
+//     marker", the NextUploadIdMarker it handed out when ListMultipartUploads
+//     is paged with a prefix: a sweep of more than one page of uploads fails
+//     there. The Fake pages as S3 does.
+//   - versitygw v1.8.0 checks part sizes before part order, so a completion
+//     both out of order and with a small part is EntityTooSmall there.
 //   - Checksums omitted from a CompleteMultipartUpload's part list are
 //     accepted (S3 demands them for COMPOSITE uploads).
 //   - Of two conditional writes of one key in flight at once, the Fake fails
