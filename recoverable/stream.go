@@ -275,12 +275,21 @@ func (s *Stream) drain(ctx context.Context) error {
 // InlineTailMax bytes, else into a new side object. The stream stays open.
 //
 // A token that Persist returned stays valid until the upload is committed,
-// aborted, or swept, or its side object is deleted with Cleanup.
+// aborted, or swept, or its side object is deleted with Cleanup. A failed
+// Persist leaves the stream usable (unless a part upload failed, which breaks
+// it); the next Persist writes its side object under another key, so a late
+// write of the failed attempt can never replace a newer token's tail.
 func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 	if s.closed {
 		return ResumeRecoverable{}, s.fail("persist", ErrClosed, "")
 	}
-	seq := s.seq + 1
+	// Every attempt takes a sequence number of its own, failed ones too: the
+	// PUT of a failed attempt may still land later (its reply was lost, or a
+	// stalled connection delivers it), and it must land on a key no token
+	// names. Sequence numbers of tokens are therefore increasing, not
+	// consecutive.
+	s.seq++
+	seq := s.seq
 	tail := Tail{Len: int64(len(s.buf)), CRC: CRC64(s.buf)}
 	// The tail uploads while the parts in flight finish: the buffer does not
 	// change during Persist, and the token is only handed out once both are
@@ -316,7 +325,6 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 	if err := g.Wait(); err != nil {
 		return ResumeRecoverable{}, err
 	}
-	s.seq = seq
 	s.persisted = true
 	s.mu.Lock()
 	parts := s.parts
