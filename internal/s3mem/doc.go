@@ -30,8 +30,9 @@
 // match wins (by operation, client, key, part number, the SDK's attempt
 // number from its amz-sdk-request header, how many matches to skip and how
 // often to fire); the Gate, if any, outside the lock, where a scheduler may
-// hold it until it chooses to release it; then the operation, applied
-// atomically under the Fake's lock.
+// hold it until it chooses to release it, and may decide its fate (any
+// fault Kind) as it does; then the operation, applied atomically under the
+// Fake's lock.
 //
 // Faults (Kind): CrashBeforeSend (server sees nothing), CrashAfterApply
 // (applied, reply lost, client dead), InternalError (500) and SlowDown (503),

@@ -47,12 +47,13 @@ type Options struct {
 	// fake clock inside a testing/synctest bubble). SetClock and Advance
 	// replace it.
 	Now func() time.Time
-	// Gate, if set, is called with every request that reaches the server,
-	// before it is applied, outside the Fake's lock. It may block (a
-	// scheduler releasing one request at a time); it must return when ctx
-	// (the request's context) is done. A non-nil error fails the request
-	// with that error, unapplied.
-	Gate func(ctx context.Context, c Call) error
+	// Gate, if set, is called with every request that reaches the server
+	// and that no fault rule caught, before it is applied, outside the
+	// Fake's lock. It may block (a scheduler releasing one request at a
+	// time); it must return when ctx (the request's context) is done. It
+	// decides the request's fate: 0 serves it; a Kind acts as that fault
+	// would; a non-nil error fails the request with that error, unapplied.
+	Gate func(ctx context.Context, c Call) (Kind, error)
 }
 
 // Fake is an in-memory S3 server. Create one per test with New; its clients

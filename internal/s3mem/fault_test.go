@@ -172,9 +172,9 @@ func TestGateConflict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		held := map[int]chan struct{}{}
-		f := s3mem.New(s3mem.Options{Gate: func(ctx context.Context, c s3mem.Call) error {
+		f := s3mem.New(s3mem.Options{Gate: func(ctx context.Context, c s3mem.Call) (s3mem.Kind, error) {
 			if c.Op != s3mem.CompleteMultipartUpload {
-				return nil
+				return 0, nil
 			}
 			ch := make(chan struct{})
 			mu.Lock()
@@ -182,9 +182,9 @@ func TestGateConflict(t *testing.T) {
 			mu.Unlock()
 			select {
 			case <-ch:
-				return nil
+				return 0, nil
 			case <-ctx.Done():
-				return ctx.Err()
+				return 0, ctx.Err()
 			}
 		}})
 		bucket := f.Bucket()

@@ -169,12 +169,16 @@ func attemptOf(h http.Header) int {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
+		var buf bytes.Buffer
+		if req.ContentLength > 0 {
+			buf.Grow(int(req.ContentLength))
+		}
+		_, err := buf.ReadFrom(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("s3mem: read request body: %w", err)
 		}
-		body = b
+		body = buf.Bytes()
 	}
 	ctx := req.Context()
 	f := t.fake
@@ -197,26 +201,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := f.pickFault(c)
 	c.Fault = kind
 	f.calls = append(f.calls, c)
-	switch kind {
-	case CrashBeforeSend:
-		f.dead[t.client] = true
-		f.mu.Unlock()
-		return nil, &crashError{t.client}
-	case InternalError, SlowDown, Conflict:
-		rp := map[Kind]*reply{
-			InternalError: errReply(http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again."),
-			SlowDown:      errReply(http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate."),
-			Conflict:      errReply(http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource. Please try again."),
-		}[kind]
-		f.logReply(idx, rp, false)
-		resp := f.response(req, rp)
-		f.mu.Unlock()
-		return resp, nil
-	case Hang:
-		f.mu.Unlock()
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
 	write := r.key != "" && (r.op == PutObject || r.op == CompleteMultipartUpload)
 	wkey := r.bucket + "/" + r.key
 	if write {
@@ -224,8 +208,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	f.mu.Unlock()
 
-	if f.opts.Gate != nil {
-		if err := f.opts.Gate(ctx, c); err != nil {
+	if kind == 0 && f.opts.Gate != nil {
+		k, err := f.opts.Gate(ctx, c)
+		if err != nil {
 			f.mu.Lock()
 			if write {
 				f.endWrite(wkey)
@@ -233,46 +218,64 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			f.mu.Unlock()
 			return nil, err
 		}
+		kind = k
 	}
 
 	f.mu.Lock()
+	f.calls[idx].Fault = kind
 	var rp *reply
-	if write && r.conditional() && f.inflight[wkey] > 1 {
-		// Another write of this key is between its arrival and its
-		// application: S3 refuses the conditional one that comes second.
-		f.conflicts++
-		rp = errReply(http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource. Please try again.")
-	} else {
-		rp = f.apply(r)
+	switch kind {
+	case CrashBeforeSend:
+		f.dead[t.client] = true
+	case InternalError:
+		rp = errReply(http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+	case SlowDown:
+		rp = errReply(http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+	case Conflict:
+		rp = conflictReply()
+	case Hang:
+	default:
+		if write && r.conditional() && f.inflight[wkey] > 1 {
+			// Another write of this key is between its arrival and its
+			// application: S3 refuses the conditional one applied first.
+			f.conflicts++
+			rp = conflictReply()
+		} else {
+			rp = f.apply(r)
+			f.calls[idx].Applied = true
+		}
 	}
 	if write {
 		f.endWrite(wkey)
 	}
-	f.logReply(idx, rp, rp.code == "")
-	if kind == CrashAfterApply || f.dead[t.client] {
+	if rp != nil {
+		f.calls[idx].Status, f.calls[idx].Code = rp.status, rp.code
+	}
+	if kind == CrashBeforeSend || kind == CrashAfterApply || f.dead[t.client] {
 		f.dead[t.client] = true
 		f.mu.Unlock()
 		return nil, &crashError{t.client}
 	}
-	resp := f.response(req, rp)
+	var resp *http.Response
+	if rp != nil {
+		resp = f.response(req, rp)
+	}
 	f.mu.Unlock()
-	if kind == HangAfterApply {
+	if kind == Hang || kind == HangAfterApply {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
 	return resp, nil
 }
 
+func conflictReply() *reply {
+	return errReply(http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource. Please try again.")
+}
+
 func (f *Fake) endWrite(key string) {
 	if f.inflight[key]--; f.inflight[key] <= 0 {
 		delete(f.inflight, key)
 	}
-}
-
-func (f *Fake) logReply(idx int, rp *reply, applied bool) {
-	f.calls[idx].Status = rp.status
-	f.calls[idx].Code = rp.code
-	f.calls[idx].Applied = applied
 }
 
 // response turns a reply into an http.Response, with the headers every S3
