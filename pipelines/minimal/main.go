@@ -32,7 +32,7 @@ var (
 // fileKey and report are named and registered, as every function a pipeline
 // runs must be for runners that start workers of their own.
 func fileKey(r sink.FileResult) string { return r.Key }
-func report(n int) { log.Printf("committed %d files", n) }
+func report(n int)                     { log.Printf("committed %d files", n) }
 
 func init() {
 	register.Function1x1(fileKey)
