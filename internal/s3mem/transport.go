@@ -169,16 +169,12 @@ func attemptOf(h http.Header) int {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
-		var buf bytes.Buffer
-		if req.ContentLength > 0 {
-			buf.Grow(int(req.ContentLength))
-		}
-		_, err := buf.ReadFrom(req.Body)
+		b, err := readBody(req.Body, req.ContentLength)
 		_ = req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("s3mem: read request body: %w", err)
 		}
-		body = buf.Bytes()
+		body = b
 	}
 	ctx := req.Context()
 	f := t.fake
@@ -266,6 +262,22 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, ctx.Err()
 	}
 	return resp, nil
+}
+
+// readBody reads a request body in one allocation when its length is known.
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	if n < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	var extra [1]byte
+	if k, _ := r.Read(extra[:]); k > 0 {
+		return nil, fmt.Errorf("body longer than its Content-Length %d", n)
+	}
+	return b, nil
 }
 
 func conflictReply() *reply {

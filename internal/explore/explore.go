@@ -1,0 +1,98 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/internal/s3mem"
+)
+
+// Result is one schedule: its plan, how many requests it released, its
+// trace, and what its checks found.
+type Result struct {
+	Plan       Plan
+	Steps      int
+	Attempts   int
+	Errors     []string
+	Violations []string
+	Trace      []string
+}
+
+func (r Result) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule %s: %d releases, %d attempts\n", r.Plan, r.Steps, r.Attempts)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  violation: %s\n", v)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "  attempt error: %s\n", e)
+	}
+	b.WriteString("  trace:\n")
+	for _, l := range r.Trace {
+		fmt.Fprintf(&b, "    %s\n", l)
+	}
+	return b.String()
+}
+
+// RunSchedule runs the workload once under plan, inside a synctest bubble of
+// its own (fake time: backoffs and call timeouts cost nothing), then checks
+// it. It must be called from a test goroutine outside any bubble.
+func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
+	var res Result
+	synctest.Test(t, func(t *testing.T) {
+		sch := newScheduler(plan)
+		fake := s3mem.New(s3mem.Options{PageSize: 2, Gate: sch.gate})
+		bucket := fake.Bucket()
+		setup := fake.NewClient(s3mem.ClientOptions{Name: "setup"})
+		for k, v := range decoys {
+			if _, err := setup.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(k), Body: strings.NewReader(string(v))}); err != nil {
+				t.Fatalf("decoy %s: %v", k, err)
+			}
+		}
+		r := &runner{w: w, fake: fake, bucket: bucket, checkpointed: map[string]bool{}}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.run()
+		}()
+		sch.drive(done)
+		r.check(context.Background())
+		res = Result{Plan: plan, Steps: sch.steps, Attempts: r.out.attempts, Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace}
+	})
+	return res
+}
+
+// Bounds say which schedules Explore enumerates.
+type Bounds struct {
+	// Faults are the fates tried at each release (one fault per schedule).
+	Faults []s3mem.Kind
+	// BothOrders also runs every schedule with held requests released
+	// last-first.
+	BothOrders bool
+}
+
+// Explore runs the fault-free schedule, then one schedule per release of
+// it, fault and order within the bounds. It returns every result.
+func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
+	orders := []bool{false}
+	if b.BothOrders {
+		orders = append(orders, true)
+	}
+	var all []Result
+	for _, rev := range orders {
+		base := RunSchedule(t, w, Plan{Reverse: rev})
+		all = append(all, base)
+		for step := 1; step <= base.Steps; step++ {
+			for _, k := range b.Faults {
+				all = append(all, RunSchedule(t, w, Plan{Step: step, Fault: k, Reverse: rev}))
+			}
+		}
+	}
+	return all
+}

@@ -1,0 +1,66 @@
+package explore
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/s3once/s3once/internal/s3mem"
+)
+
+// TestFaultFreeSchedule: the fault-free run commits the file and passes
+// every check; it is what the other schedules are measured against.
+func TestFaultFreeSchedule(t *testing.T) {
+	res := RunSchedule(t, DefaultStream(), Plan{})
+	if len(res.Violations) > 0 || len(res.Errors) > 0 || res.Attempts != 1 {
+		t.Fatalf("%s", res)
+	}
+}
+
+// quickFaults are the fates of the quick bound: the crashes, a transient
+// error and a stall before and after the server applied the request.
+var quickFaults = []s3mem.Kind{s3mem.CrashBeforeSend, s3mem.CrashAfterApply, s3mem.SlowDown, s3mem.HangAfterApply}
+
+// TestExploreQuick enumerates one fault at every release of the stream
+// workload, in the first-held-first release order (both orders with
+// S3ONCE_EXPLORE=wide, and every fault kind but Conflict).
+func TestExploreQuick(t *testing.T) {
+	b := Bounds{Faults: quickFaults}
+	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
+		b = Bounds{BothOrders: true}
+		for _, k := range s3mem.Kinds {
+			if k != s3mem.Conflict {
+				b.Faults = append(b.Faults, k)
+			}
+		}
+	}
+	explore(t, b)
+}
+
+// TestExploreConflictOnComplete: a 409 ConditionalRequestConflict at every
+// release (only CompleteMultipartUpload can meet one). Known problem: the
+// committer aborts the token's own upload on a 409 and the file is lost,
+// which DESIGN.md forbids; the explorer names the schedule
+// (step13-conflict). Runs with S3ONCE_KNOWN_BUGS=1 until that is fixed.
+func TestExploreConflictOnComplete(t *testing.T) {
+	if os.Getenv("S3ONCE_KNOWN_BUGS") != "1" {
+		t.Skip("known problem: the committer aborts its own upload on a 409; set S3ONCE_KNOWN_BUGS=1")
+	}
+	explore(t, Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, BothOrders: true})
+}
+
+func explore(t *testing.T, b Bounds) {
+	start := time.Now()
+	results := Explore(t, DefaultStream(), b)
+	failed := 0
+	for _, r := range results {
+		if len(r.Violations) > 0 {
+			failed++
+			if failed <= 2 {
+				t.Errorf("%s", r)
+			}
+		}
+	}
+	t.Logf("explored %d schedules (one fault of %v at every release, both orders: %v) in %v; %d with violations",
+		len(results), b.Faults, b.BothOrders, time.Since(start).Round(time.Millisecond), failed)
+}

@@ -1,0 +1,154 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing/synctest"
+
+	"github.com/s3once/s3once/internal/s3mem"
+)
+
+// Plan is the choices of one schedule: which released request meets which
+// fault, and in what order held requests are released.
+type Plan struct {
+	// Step is the 1-based release that meets Fault; 0 means no fault.
+	Step  int
+	Fault s3mem.Kind
+	// Reverse releases, at each quiescent point, the held request that sorts
+	// last instead of first.
+	Reverse bool
+}
+
+func (p Plan) String() string {
+	order := "first"
+	if p.Reverse {
+		order = "last"
+	}
+	if p.Step == 0 {
+		return "no-fault/" + order
+	}
+	return fmt.Sprintf("step%02d-%s/%s", p.Step, p.Fault, order)
+}
+
+// held is one request waiting at the server for the scheduler.
+type held struct {
+	call    s3mem.Call
+	release chan s3mem.Kind
+}
+
+// scheduler holds every request of the workload's clients at the Fake's Gate
+// and releases one at a time, when all goroutines of the bubble are blocked,
+// so a schedule is a deterministic sequence of releases.
+type scheduler struct {
+	plan    Plan
+	arrived chan struct{}
+
+	mu      sync.Mutex
+	pending []*held
+	steps   int
+	trace   []string
+}
+
+func newScheduler(p Plan) *scheduler {
+	return &scheduler{plan: p, arrived: make(chan struct{}, 1)}
+}
+
+// scheduled tells whether the scheduler holds a client's requests: those of
+// the workload's attempts, not the harness's own set-up and checks.
+func scheduled(client string) bool { return strings.HasPrefix(client, attemptPrefix) }
+
+// gate is the Fake's Gate.
+func (s *scheduler) gate(ctx context.Context, c s3mem.Call) (s3mem.Kind, error) {
+	if !scheduled(c.Client) {
+		return 0, nil
+	}
+	h := &held{call: c, release: make(chan s3mem.Kind, 1)}
+	s.mu.Lock()
+	s.pending = append(s.pending, h)
+	s.mu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+	select {
+	case k := <-h.release:
+		return k, nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.remove(h)
+		s.mu.Unlock()
+		return 0, ctx.Err()
+	}
+}
+
+func (s *scheduler) remove(h *held) {
+	for i, p := range s.pending {
+		if p == h {
+			s.pending = append(s.pending[:i], s.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// orderKey sorts held requests by what they are, not by when they arrived
+// (goroutines race to arrive; what is held at a quiescent point does not).
+func orderKey(c s3mem.Call) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%05d", c.Client, c.Op, c.Key, c.UploadID, c.Part)
+}
+
+// pick removes and returns the held request to release next, or nil.
+func (s *scheduler) pick() *held {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 {
+		return nil
+	}
+	sort.Slice(s.pending, func(i, j int) bool { return orderKey(s.pending[i].call) < orderKey(s.pending[j].call) })
+	i := 0
+	if s.plan.Reverse {
+		i = len(s.pending) - 1
+	}
+	h := s.pending[i]
+	s.pending = append(s.pending[:i], s.pending[i+1:]...)
+	return h
+}
+
+// drive releases held requests one at a time until done is closed and
+// nothing is held. It must run inside the bubble, on the test's goroutine.
+// When nothing is held and the workload is not done, it blocks, so the
+// bubble's clock can move on to the next timer (a backoff, a timeout).
+func (s *scheduler) drive(done <-chan struct{}) {
+	for {
+		synctest.Wait()
+		h := s.pick()
+		if h == nil {
+			select {
+			case <-done:
+				synctest.Wait()
+				if h = s.pick(); h == nil {
+					return
+				}
+			case <-s.arrived:
+				continue
+			}
+		}
+		s.steps++
+		var k s3mem.Kind
+		if s.steps == s.plan.Step {
+			k = s.plan.Fault
+		}
+		c := h.call
+		line := fmt.Sprintf("%d %s %s %s", s.steps, c.Client, c.Op, c.Key)
+		if c.Part > 0 {
+			line += fmt.Sprintf(" part %d", c.Part)
+		}
+		if k != 0 {
+			line += " <- " + k.String()
+		}
+		s.trace = append(s.trace, line)
+		h.release <- k
+	}
+}
