@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/recoverable"
@@ -47,6 +48,18 @@ const (
 	MaxPrefixLen = 512
 	// MaxDestinationLen bounds the path a Destination function returns.
 	MaxDestinationLen = 256
+)
+
+// Values of Config.FinalizeCommit.
+const (
+	// FinalizeAuto commits at bundle finalization on runners known to
+	// finalize bundles only when a worker asks (Dataflow), and not
+	// elsewhere. It is the default ("" means FinalizeAuto).
+	FinalizeAuto = "auto"
+	// FinalizeAlways commits at bundle finalization on every runner.
+	FinalizeAlways = "always"
+	// FinalizeNever leaves every commit to the commit stage.
+	FinalizeNever = "never"
 )
 
 // Config configures Write. The zero value of every field but Bucket means its
@@ -160,6 +173,19 @@ type Config struct {
 	// Default DefaultResumeDelay.
 	ResumeDelay time.Duration
 
+	// FinalizeCommit chooses whether the writer also commits each file at
+	// bundle finalization (the fast path), ahead of the commit stage (which
+	// commits every file in any case): FinalizeAlways, FinalizeNever, or
+	// FinalizeAuto (the default), which finalizes only when the pipeline's
+	// --runner flag names Dataflow. On the embedded runner (prism) the
+	// writer then does not ask for finalization at all: prism sends a
+	// finalization request after every bundle of a stage that asks for it,
+	// and Beam Go's harness logs an ERROR line for each bundle it did not
+	// expect one for. Flink and Spark do not run the callbacks. In builds
+	// with the race detector, FinalizeAlways acts as FinalizeNever (see
+	// the package documentation).
+	FinalizeCommit string
+
 	// PartSize, Concurrency and InlineTailMax tune each file's multipart
 	// upload; see recoverable.Options for their defaults and bounds. A
 	// worker holds PartSize x (Concurrency + 1) bytes of buffers per file it
@@ -197,6 +223,10 @@ type settings struct {
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty"`
 	ResumeDelay        time.Duration `json:"resumeDelay"`
 
+	// FinalizeCommit is FinalizeAlways or FinalizeNever: FinalizeAuto is
+	// resolved while the pipeline is built.
+	FinalizeCommit string `json:"finalizeCommit"`
+
 	PartSize      int64 `json:"partSize,omitempty"`
 	Concurrency   int   `json:"concurrency,omitempty"`
 	InlineTailMax int   `json:"inlineTailMax,omitempty"`
@@ -223,7 +253,8 @@ func (c Config) settings() (settings, error) {
 		Format: c.Format, Compression: c.Compression,
 		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
-		PartSize: c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
+		FinalizeCommit: c.FinalizeCommit,
+		PartSize:       c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
 	}
 
 	if err := checkBucket(s.Bucket); err != nil {
@@ -314,6 +345,12 @@ func (c Config) settings() (settings, error) {
 		bad("ResumeDelay %v must be in (0, 1h]", s.ResumeDelay)
 	}
 
+	if mode, err := finalizeMode(s.FinalizeCommit, *runners.Runner, finalizeSupported); err != nil {
+		bad("%v", err)
+	} else {
+		s.FinalizeCommit = mode
+	}
+
 	// The recoverable package owns the bounds of its options. A typed nil
 	// client passes its nil check; the writer is never used.
 	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
@@ -334,6 +371,28 @@ func (s settings) streamOptions() recoverable.Options {
 		StagingPrefix:    s.StagingPrefix,
 		DisableChecksums: s.DisableChecksums,
 	}
+}
+
+// finalizeMode resolves Config.FinalizeCommit to FinalizeAlways or
+// FinalizeNever for a pipeline run by runner (the --runner flag's value; empty
+// means the embedded runner, the default of beamx.Run and ptest). supported is
+// false in builds with the race detector, where it is always FinalizeNever.
+func finalizeMode(setting, runner string, supported bool) (string, error) {
+	switch setting {
+	case "", FinalizeAuto:
+		if strings.EqualFold(runner, "dataflow") || strings.EqualFold(runner, "DataflowRunner") {
+			setting = FinalizeAlways
+		} else {
+			setting = FinalizeNever
+		}
+	case FinalizeAlways, FinalizeNever:
+	default:
+		return "", fmt.Errorf("FinalizeCommit %q must be %q, %q or %q (empty means %q)", setting, FinalizeAuto, FinalizeAlways, FinalizeNever, FinalizeAuto)
+	}
+	if !supported {
+		return FinalizeNever, nil
+	}
+	return setting, nil
 }
 
 // syncBytes is the spacing of sync points in a file, in record bytes: where

@@ -2,5 +2,5 @@
 
 package sink
 
-// finalizeCommits: see finalize_race.go.
-const finalizeCommits = true
+// finalizeSupported: see finalize_race.go.
+const finalizeSupported = true

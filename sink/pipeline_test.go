@@ -2,12 +2,17 @@ package sink
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"github.com/s3once/s3once/internal/s3test"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,4 +316,144 @@ func assertPanics(t *testing.T, want string, f func()) {
 		}
 	}()
 	f()
+}
+
+// logCapture is a slog handler that keeps the messages of ERROR records. The
+// embedded runner logs through slog, the SDK harness's own messages
+// included (prism forwards them with an "[SDK] " prefix).
+type logCapture struct {
+	mu     sync.Mutex
+	errors []string
+}
+
+func (c *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+
+func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		c.mu.Lock()
+		c.errors = append(c.errors, r.Message)
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *logCapture) WithGroup(string) slog.Handler      { return c }
+
+func (c *logCapture) errorLines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.errors)
+}
+
+// captureLogs sends the process's slog output to a logCapture until the
+// test ends.
+func captureLogs(t *testing.T) *logCapture {
+	c := &logCapture{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(c))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return c
+}
+
+// userPipeline writes in as a user's program would: a plain Write with the
+// defaults, but for files and checkpoints small enough to make many bundles
+// (every checkpoint resumes the element in a new bundle).
+func userPipeline(t *testing.T, bucket, prefix, finalize string, in []string) {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	cfg := testConfig(bucket, prefix)
+	cfg.Destination = firstLetter
+	cfg.MaxFileRecords = 300
+	cfg.CheckpointBytes = MinCheckpointBytes
+	cfg.FinalizeCommit = finalize
+	collect(t, s, Write(s, beam.CreateList(s, in), cfg))
+	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
+		t.Fatal(err)
+	}
+	c := testClient()
+	var got []string
+	for k, v := range relative(t, c, bucket, prefix) {
+		got = append(got, lines(t, k, v)...)
+	}
+	sameMultiset(t, got, in)
+	checkClean(t, c, bucket)
+}
+
+// TestFinalizeAutoOnPrism runs a user-style program, without any log filter,
+// on the embedded runner with the default FinalizeCommit: the writer asks for
+// no bundle finalization, registers no callback, and the run logs no ERROR
+// line.
+func TestFinalizeAutoOnPrism(t *testing.T) {
+	bucket := srv.Bucket(t)
+	logs := captureLogs(t)
+	reg, ran := finalizeRegistered.Load(), finalizeRan.Load()
+	userPipeline(t, bucket, "auto", "", words(4000, 8))
+	if n := finalizeRegistered.Load() - reg; n != 0 {
+		t.Errorf("%d finalization callbacks registered; want none on prism by default", n)
+	}
+	if n := finalizeRan.Load() - ran; n != 0 {
+		t.Errorf("%d finalization callbacks ran; want none", n)
+	}
+	if errs := logs.errorLines(); len(errs) > 0 {
+		t.Errorf("a good run logged %d ERROR lines, the first: %s", len(errs), errs[0])
+	}
+	if n := len(results(t)); n < 9 {
+		t.Errorf("%d files; want several per destination", n)
+	}
+}
+
+// TestFinalizeAlwaysOnPrism runs the finalizing writer on the embedded
+// runner: every callback it registers runs (none is left behind in a
+// finalizer that the SDK no longer runs), and the files are exact. Prism
+// still logs its lost-finalization ERROR lines, which is why FinalizeAuto does
+// not finalize there.
+func TestFinalizeAlwaysOnPrism(t *testing.T) {
+	if !finalizeSupported {
+		t.Skip("race-enabled builds never finalize bundles (see finalize_race.go); make test runs this test without -race")
+	}
+	bucket := srv.Bucket(t)
+	logs := captureLogs(t)
+	reg, ran := finalizeRegistered.Load(), finalizeRan.Load()
+	userPipeline(t, bucket, "always", FinalizeAlways, words(4000, 8))
+	registered, run := finalizeRegistered.Load()-reg, finalizeRan.Load()-ran
+	if registered == 0 || registered != run {
+		t.Errorf("%d finalization callbacks registered, %d ran; want as many, and some", registered, run)
+	}
+	t.Logf("%d files, %d callbacks registered, %d ran, %d ERROR lines from the SDK harness", len(results(t)), registered, run, len(logs.errorLines()))
+}
+
+// TestFinalizeMode checks how FinalizeCommit resolves, by runner.
+func TestFinalizeMode(t *testing.T) {
+	cases := []struct {
+		setting, runner string
+		supported       bool
+		want            string
+	}{
+		{"", "", true, FinalizeNever},
+		{FinalizeAuto, "prism", true, FinalizeNever},
+		{FinalizeAuto, "PrismRunner", true, FinalizeNever},
+		{"", "universal", true, FinalizeNever},
+		{"", "flink", true, FinalizeNever},
+		{"", "dataflow", true, FinalizeAlways},
+		{FinalizeAuto, "DataflowRunner", true, FinalizeAlways},
+		{FinalizeAuto, "dataflow", false, FinalizeNever},
+		{FinalizeAlways, "prism", true, FinalizeAlways},
+		{FinalizeAlways, "prism", false, FinalizeNever},
+		{FinalizeNever, "dataflow", true, FinalizeNever},
+	}
+	for _, c := range cases {
+		got, err := finalizeMode(c.setting, c.runner, c.supported)
+		if err != nil || got != c.want {
+			t.Errorf("finalizeMode(%q, %q, %v) = %q, %v; want %q", c.setting, c.runner, c.supported, got, err, c.want)
+		}
+	}
+	if _, err := finalizeMode("sometimes", "", true); err == nil || !strings.Contains(err.Error(), `FinalizeCommit "sometimes"`) {
+		t.Errorf("an unknown setting: %v", err)
+	}
+	cfg := testConfig("bucket", "out")
+	cfg.FinalizeCommit = "Always"
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Validate() = %v; want ErrInvalidConfig", err)
+	}
 }

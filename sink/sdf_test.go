@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -75,8 +76,13 @@ type runner struct {
 	api    s3API // when set, used instead of client by the DoFns
 	rng    *rand.Rand
 
-	onFinalize func(*fakeFinalizer) // when set, receives each successful bundle's callbacks
-	ownCadence bool                 // checkpoint where the configuration says, not at random
+	onFinalize func(*fakeFinalizer)    // when set, receives each successful bundle's callbacks
+	ownCadence bool                    // checkpoint where the configuration says, not at random
+	plain      bool                    // use the writer that does not finalize bundles
+	shared     *finalizingWriteFilesFn // when set, the DoFn instance every bundle runs on (a re-used plan)
+
+	// residuals holds the restrictions of the checkpoints taken, in order.
+	residuals []restriction
 
 	checkpointP float64 // chance of a checkpoint at each sync point
 	crashP      float64 // chance that a bundle crashes
@@ -124,12 +130,18 @@ func roundTrip[T any](t testing.TB, v T, enc func(T) ([]byte, error), dec func([
 
 // run writes b and returns the pending files of the bundles that succeeded.
 func (r *runner) run(b batch) []pendingFile {
-	t := r.t
-	ctx := context.Background()
 	rest := r.roundTripRestriction((&writeFilesFn{S: r.s}).CreateInitialRestriction(b))
 	if parts := (&writeFilesFn{S: r.s}).SplitRestriction(b, rest); len(parts) != 1 {
-		t.Fatalf("SplitRestriction gave %d restrictions", len(parts))
+		r.t.Fatalf("SplitRestriction gave %d restrictions", len(parts))
 	}
+	return r.runFrom(b, rest)
+}
+
+// runFrom goes on with b from the restriction rest (the initial one, or a
+// checkpoint's residual that the runner restores).
+func (r *runner) runFrom(b batch, rest restriction) []pendingFile {
+	t := r.t
+	ctx := context.Background()
 	var out []pendingFile
 	for {
 		r.bundles++
@@ -137,7 +149,11 @@ func (r *runner) run(b batch) []pendingFile {
 			t.Fatal("the writer does not make progress")
 		}
 		elem := r.roundTripBatch(b)
-		fn := &writeFilesFn{S: r.s}
+		ffn := &finalizingWriteFilesFn{writeFilesFn{S: r.s}}
+		if r.shared != nil {
+			ffn = r.shared
+		}
+		fn := &ffn.writeFilesFn
 		crash := r.rng.Float64() < r.crashP
 		var client s3API = r.client
 		if r.api != nil {
@@ -159,8 +175,10 @@ func (r *runner) run(b batch) []pendingFile {
 		if !crash {
 			fn.committer = r.committer(client)
 		}
-		if err := fn.init(client); err != nil {
-			t.Fatal(err)
+		if r.shared == nil || fn.writer == nil {
+			if err := fn.init(client); err != nil {
+				t.Fatal(err)
+			}
 		}
 		seed := r.rng.Uint64()
 		ck := rand.New(rand.NewPCG(seed, 3))
@@ -190,7 +208,14 @@ func (r *runner) run(b batch) []pendingFile {
 		}()
 		bf := &fakeFinalizer{}
 		var emitted []pendingFile
-		pc, err := fn.ProcessElement(ctx, bf, rt, elem, func(p pendingFile) { emitted = append(emitted, p) })
+		collect := func(p pendingFile) { emitted = append(emitted, p) }
+		var pc sdf.ProcessContinuation
+		var err error
+		if r.plain {
+			pc, err = fn.ProcessElement(ctx, rt, elem, collect)
+		} else {
+			pc, err = ffn.ProcessElement(ctx, bf, rt, elem, collect)
+		}
 		close(stop)
 		splitter.Wait()
 		if crash {
@@ -212,6 +237,7 @@ func (r *runner) run(b batch) []pendingFile {
 			}
 			r.finalize(bf)
 			rest = r.roundTripRestriction(res.(restriction))
+			r.residuals = append(r.residuals, rest)
 			continue
 		}
 		if !rt.IsDone() {

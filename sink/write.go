@@ -22,7 +22,8 @@ func init() {
 	register.DoFn6x1[context.Context, beam.PaneInfo, beam.Window, []byte, func(*[]byte) bool, func(batch), error](&batchFn{})
 	register.Iter1[[]byte]()
 	register.Emitter1[batch]()
-	register.DoFn5x2[context.Context, beam.BundleFinalization, *sdf.LockRTracker, batch, func(pendingFile), sdf.ProcessContinuation, error](&writeFilesFn{})
+	register.DoFn4x2[context.Context, *sdf.LockRTracker, batch, func(pendingFile), sdf.ProcessContinuation, error](&writeFilesFn{})
+	register.DoFn5x2[context.Context, beam.BundleFinalization, *sdf.LockRTracker, batch, func(pendingFile), sdf.ProcessContinuation, error](&finalizingWriteFilesFn{})
 	register.Emitter1[pendingFile]()
 	register.DoFn3x1[context.Context, pendingFile, func(FileResult), error](&commitFn{})
 	register.Emitter1[FileResult]()
@@ -98,7 +99,11 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), &writeFilesFn{S: st}, batches))
+	var writer any = &writeFilesFn{S: st}
+	if st.FinalizeCommit == FinalizeAlways {
+		writer = &finalizingWriteFilesFn{writeFilesFn{S: st}}
+	}
+	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {
 		return beam.PCollection{}, err
 	}

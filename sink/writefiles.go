@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -38,9 +39,11 @@ type pendingFile struct {
 
 // writeFilesFn writes each batch as one or more files. It is a splittable
 // DoFn whose restriction (see restriction) is the records left to write and
-// the open file's resume token, and it finalizes bundles: every file it
-// closes is committed by a bundle-finalization callback (the fast path) and
-// also emitted, for the commit stage downstream (the guarantee).
+// the open file's resume token. Every file it closes is emitted for the
+// commit stage downstream (the guarantee). It does not ask for bundle
+// finalization; finalizingWriteFilesFn is the same writer that does, and
+// also commits each file in a bundle-finalization callback (the fast path).
+// Config.FinalizeCommit picks one of the two.
 type writeFilesFn struct {
 	S settings `json:"s"`
 
@@ -53,8 +56,10 @@ type writeFilesFn struct {
 	oo        recoverable.ObjectOptions
 	comp      io.WriteCloser // reused between compressed members
 
-	// noFinalize skips the finalization fast path (see finalize_race.go).
-	noFinalize bool
+	// finalized is set once one of this instance's finalization callbacks
+	// has run; from then on the instance registers none (see
+	// registerCommit).
+	finalized atomic.Bool
 
 	// checkpointAt, when set (by tests), decides at each sync point whether
 	// to checkpoint there, in place of CheckpointBytes and CheckpointInterval.
@@ -67,9 +72,6 @@ func (f *writeFilesFn) Setup(ctx context.Context) error {
 		return err
 	}
 	f.committer = w.committer
-	// Under a real harness; tests that drive the DoFn themselves call init
-	// and keep their finalizer.
-	f.noFinalize = !finalizeCommits
 	return f.init(w.client)
 }
 
@@ -130,7 +132,25 @@ func (f *writeFilesFn) CreateTracker(r restriction) *sdf.LockRTracker {
 // the open file durable (persist), arms the tracker with the residual and
 // returns a resume: the runner checkpoints the residual and hands it back
 // later, perhaps to another worker.
-func (f *writeFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+func (f *writeFilesFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+	return f.process(ctx, nil, rt, b, emit)
+}
+
+// finalizingWriteFilesFn is writeFilesFn asking for bundle finalization: it
+// also commits every file it closes in a finalization callback (see
+// registerCommit).
+type finalizingWriteFilesFn struct {
+	writeFilesFn
+}
+
+// ProcessElement is writeFilesFn's, with the bundle's finalizer.
+func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+	return f.process(ctx, bf, rt, b, emit)
+}
+
+// process writes the records of rt's restriction; bf is nil when the DoFn
+// does not finalize bundles.
+func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: unexpected restriction %T", rt.GetRestriction())
@@ -385,17 +405,32 @@ func (w *fileWriter) close() error {
 	return nil
 }
 
+// Counts of finalization callbacks, in this process: registered, and run.
+// Tests compare them (prism runs the workers in the test's process).
+var finalizeRegistered, finalizeRan atomic.Int64
+
 // registerCommit asks the runner to commit cr once the bundle is durable. The
 // callback never reports a failure, only logs it: the commit stage commits
 // the file anyway, and runners differ in what they do with a failed callback
 // (the Go SDK keeps it for another finalization request; some runners fail
 // the job).
+//
+// An instance registers callbacks only until one of its callbacks has run.
+// The Go SDK (v2.77) builds one DoFn instance per execution plan and, when it
+// finalizes a plan's bundle, replaces the plan's finalizer while the DoFn
+// keeps a pointer to the old one: every callback registered after that is
+// never run, yet stays reachable as long as the plan does. Once a callback of
+// the instance has run, its plan has been finalized, so further callbacks
+// would only pile up; the commit stage commits those files.
 func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable.CommitRecoverable) {
-	if bf == nil || f.noFinalize {
+	if bf == nil || f.finalized.Load() {
 		return
 	}
 	c := f.committer
+	finalizeRegistered.Add(1)
 	bf.RegisterCallback(finalizeExpiry, func() error {
+		f.finalized.Store(true)
+		finalizeRan.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), finalizeTimeout)
 		defer cancel()
 		if _, err := c.Commit(ctx, cr); err != nil {
