@@ -45,6 +45,9 @@ type StreamWorkload struct {
 	// Data is the file's bytes; Cuts the offsets of the persists.
 	Data []byte
 	Cuts []int
+	// dropTail makes recovery forget the token's tail, reintroducing the
+	// bug of Flink's S3 writer, to show the explorer catches it.
+	dropTail bool
 }
 
 // DefaultStream is the small workload of the quick bound: a file of three
@@ -130,7 +133,11 @@ func (r *runner) attempt(ctx context.Context, name string, n int) error {
 	if r.rr == nil {
 		s, err = w.Open(ctx, r.bucket, fileKey, recoverable.ObjectOptions{})
 	} else {
-		s, err = w.Recover(ctx, *r.rr)
+		tok := *r.rr
+		if r.w.dropTail {
+			tok.Tail = recoverable.Tail{} // the bug Flink's writer had
+		}
+		s, err = w.Recover(ctx, tok)
 		pos = int(r.rr.Size())
 	}
 	if err != nil || dead() {
