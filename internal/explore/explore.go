@@ -16,9 +16,12 @@ import (
 // Result is one schedule: its plan, how many requests it released, its
 // trace, and what its checks found.
 type Result struct {
-	Plan       Plan
-	Steps      int
-	Attempts   int
+	Plan     Plan
+	Steps    int
+	Attempts int
+	// Conflicts counts the 409s the server gave for completions in flight
+	// together.
+	Conflicts  int
 	Errors     []string
 	Violations []string
 	Trace      []string
@@ -26,7 +29,7 @@ type Result struct {
 
 func (r Result) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %s: %d releases, %d attempts\n", r.Plan, r.Steps, r.Attempts)
+	fmt.Fprintf(&b, "schedule %s: %d releases, %d attempts, %d conflicts\n", r.Plan, r.Steps, r.Attempts, r.Conflicts)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  violation: %s\n", v)
 	}
@@ -63,7 +66,7 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 		}()
 		sch.drive(done)
 		r.check(context.Background())
-		res = Result{Plan: plan, Steps: sch.steps, Attempts: r.out.attempts, Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace}
+		res = Result{Plan: plan, Steps: sch.steps, Attempts: r.out.attempts, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace}
 	})
 	return res
 }
@@ -72,25 +75,24 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 type Bounds struct {
 	// Faults are the fates tried at each release (one fault per schedule).
 	Faults []s3mem.Kind
-	// BothOrders also runs every schedule with held requests released
-	// last-first.
-	BothOrders bool
+	// Orders are the release policies tried; none means First only.
+	Orders []Order
 }
 
 // Explore runs the fault-free schedule, then one schedule per release of
 // it, fault and order within the bounds. It returns every result.
 func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
-	orders := []bool{false}
-	if b.BothOrders {
-		orders = append(orders, true)
+	orders := b.Orders
+	if len(orders) == 0 {
+		orders = []Order{First}
 	}
 	var all []Result
-	for _, rev := range orders {
-		base := RunSchedule(t, w, Plan{Reverse: rev})
+	for _, o := range orders {
+		base := RunSchedule(t, w, Plan{Order: o})
 		all = append(all, base)
 		for step := 1; step <= base.Steps; step++ {
 			for _, k := range b.Faults {
-				all = append(all, RunSchedule(t, w, Plan{Step: step, Fault: k, Reverse: rev}))
+				all = append(all, RunSchedule(t, w, Plan{Step: step, Fault: k, Order: o}))
 			}
 		}
 	}

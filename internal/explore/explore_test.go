@@ -28,7 +28,7 @@ var quickFaults = []s3mem.Kind{s3mem.CrashBeforeSend, s3mem.CrashAfterApply, s3m
 func TestExploreQuick(t *testing.T) {
 	b := Bounds{Faults: quickFaults}
 	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
-		b = Bounds{BothOrders: true}
+		b = Bounds{Orders: Orders}
 		for _, k := range s3mem.Kinds {
 			if k != s3mem.Conflict {
 				b.Faults = append(b.Faults, k)
@@ -47,7 +47,7 @@ func TestExploreConflictOnComplete(t *testing.T) {
 	if os.Getenv("S3ONCE_KNOWN_BUGS") != "1" {
 		t.Skip("known problem: the committer aborts its own upload on a 409; set S3ONCE_KNOWN_BUGS=1")
 	}
-	explore(t, Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, BothOrders: true})
+	explore(t, Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Orders: Orders})
 }
 
 // TestExplorerCatchesDroppedTail: with recovery made to forget the tail (a
@@ -89,6 +89,38 @@ func explore(t *testing.T, b Bounds) {
 	if recovered == 0 {
 		t.Fatal("no schedule needed a second attempt: the faults never bit")
 	}
-	t.Logf("explored %d schedules (one fault of %v at every release, both orders: %v) in %v; %d recovered in a later attempt, %d with violations",
-		len(results), b.Faults, b.BothOrders, time.Since(start).Round(time.Millisecond), recovered, failed)
+	t.Logf("explored %d schedules (one fault of %v at every release, orders %v) in %v; %d recovered in a later attempt, %d with violations",
+		len(results), b.Faults, b.Orders, time.Since(start).Round(time.Millisecond), recovered, failed)
+}
+
+// TestExploreDuplicateCommit: the file is committed by two committers at
+// once (the fast path and the commit stage, each with a client of its own).
+// Released alternately, both completions are held at the server together,
+// so the one applied first meets 409 while the other is in flight; both
+// must still report success, and every check must hold. With
+// S3ONCE_EXPLORE=wide, also under one fault at every release.
+func TestExploreDuplicateCommit(t *testing.T) {
+	w := DefaultStream()
+	w.duplicateCommit = true
+	conflicts := 0
+	for _, o := range Orders {
+		res := RunSchedule(t, w, Plan{Order: o})
+		if len(res.Violations) > 0 || len(res.Errors) > 0 {
+			t.Errorf("fault-free duplicate commit: %s", res)
+		}
+		conflicts += res.Conflicts
+	}
+	if conflicts == 0 {
+		t.Fatal("no order held both completions at once: the race was not exercised")
+	}
+	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
+		start := time.Now()
+		results := Explore(t, w, Bounds{Faults: quickFaults, Orders: []Order{Alternate}})
+		for _, r := range results {
+			if len(r.Violations) > 0 {
+				t.Errorf("%s", r)
+			}
+		}
+		t.Logf("explored %d duplicate-commit schedules in %v", len(results), time.Since(start).Round(time.Millisecond))
+	}
 }

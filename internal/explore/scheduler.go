@@ -17,20 +17,45 @@ type Plan struct {
 	// Step is the 1-based release that meets Fault; 0 means no fault.
 	Step  int
 	Fault s3mem.Kind
-	// Reverse releases, at each quiescent point, the held request that sorts
-	// last instead of first.
-	Reverse bool
+	// Order picks which held request is released at each quiescent point.
+	Order Order
+}
+
+// Order is a release policy.
+type Order int
+
+// The release policies. Held requests are sorted by client, operation, key,
+// upload and part.
+const (
+	// First releases the request that sorts first.
+	First Order = iota
+	// Last releases the request that sorts last.
+	Last
+	// Alternate releases the first request of another client than the one
+	// released before, if any is held: concurrent clients interleave.
+	Alternate
+)
+
+// Orders lists every release policy.
+var Orders = []Order{First, Last, Alternate}
+
+func (o Order) String() string {
+	switch o {
+	case First:
+		return "first"
+	case Last:
+		return "last"
+	case Alternate:
+		return "alternate"
+	}
+	return fmt.Sprintf("order(%d)", int(o))
 }
 
 func (p Plan) String() string {
-	order := "first"
-	if p.Reverse {
-		order = "last"
-	}
 	if p.Step == 0 {
-		return "no-fault/" + order
+		return "no-fault/" + p.Order.String()
 	}
-	return fmt.Sprintf("step%02d-%s/%s", p.Step, p.Fault, order)
+	return fmt.Sprintf("step%02d-%s/%s", p.Step, p.Fault, p.Order)
 }
 
 // held is one request waiting at the server for the scheduler.
@@ -50,6 +75,7 @@ type scheduler struct {
 	pending []*held
 	steps   int
 	trace   []string
+	last    string // client of the last release
 }
 
 func newScheduler(p Plan) *scheduler {
@@ -108,11 +134,20 @@ func (s *scheduler) pick() *held {
 	}
 	sort.Slice(s.pending, func(i, j int) bool { return orderKey(s.pending[i].call) < orderKey(s.pending[j].call) })
 	i := 0
-	if s.plan.Reverse {
+	switch s.plan.Order {
+	case Last:
 		i = len(s.pending) - 1
+	case Alternate:
+		for j, h := range s.pending {
+			if h.call.Client != s.last {
+				i = j
+				break
+			}
+		}
 	}
 	h := s.pending[i]
 	s.pending = append(s.pending[:i], s.pending[i+1:]...)
+	s.last = h.call.Client
 	return h
 }
 

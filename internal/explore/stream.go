@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,6 +46,9 @@ type StreamWorkload struct {
 	// Data is the file's bytes; Cuts the offsets of the persists.
 	Data []byte
 	Cuts []int
+	// duplicateCommit commits the file twice at once (the finalization fast
+	// path and the commit stage), from two clients.
+	duplicateCommit bool
 	// dropTail makes recovery forget the token's tail, reintroducing the
 	// bug of Flink's S3 writer, to show the explorer catches it.
 	dropTail bool
@@ -171,7 +175,34 @@ func (r *runner) attempt(ctx context.Context, name string, n int) error {
 	if n > 1 {
 		commit = cm.CommitAfterRecovery
 	}
+	if r.w.duplicateCommit {
+		return r.commitTwice(ctx, name, commit, cr)
+	}
 	if _, err := commit(ctx, cr); err != nil || dead() {
+		return err
+	}
+	r.done = true
+	return nil
+}
+
+// commitTwice commits cr from this attempt and, at the same time, from a
+// commit stage with a client of its own, as the sink's finalization fast
+// path and its commit stage may. Both must succeed.
+func (r *runner) commitTwice(ctx context.Context, name string, commit func(context.Context, recoverable.CommitRecoverable) (committer.Result, error), cr recoverable.CommitRecoverable) error {
+	stage := name + "-stage"
+	cm2, err := committer.New(r.fake.NewClient(s3mem.ClientOptions{Name: stage}), committer.Options{})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() { _, errs[0] = commit(ctx, cr) })
+	wg.Go(func() { _, errs[1] = cm2.CommitAfterRecovery(ctx, cr) })
+	wg.Wait()
+	if r.fake.Crashed(name) {
+		return errors.Join(errs...)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	r.done = true
