@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -95,13 +96,22 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			return res, fail(op, cr, err, "")
 		}
 		if f.exists {
-			return c.settle(ctx, op, cr, res, f, false)
+			var parts []recoverable.Part
+			if f.matches(cr) && c.etagsAreMD5(cr.Bucket) {
+				// The upload is about to be discarded as left over: list
+				// its parts first, for the ETag check. An upload already
+				// gone or changed leaves the check to size and CRC.
+				parts, _, _ = c.verifyParts(ctx, cr)
+			}
+			return c.settle(ctx, op, cr, res, f, false, parts)
 		}
 	}
 
 	// ambiguous: a completion of ours may have been applied although we did
-	// not see the reply.
-	ambiguous := false
+	// not see the reply. conflicted: the server answered a completion with
+	// 409 ConditionalRequestConflict, after which it may discard the upload.
+	ambiguous, conflicted := false, false
+	var parts []recoverable.Part
 	var last error
 	for round := 1; round <= c.opts.MaxAttempts; round++ {
 		if round > 1 {
@@ -109,13 +119,14 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				return res, fail(op, cr, fmt.Errorf("%w (last failure: %w)", err, last), "")
 			}
 		}
-		parts, useCRC, err := c.verifyParts(ctx, cr)
+		listed, useCRC, err := c.verifyParts(ctx, cr)
 		if err != nil {
 			if errors.Is(err, recoverable.ErrNoSuchUpload) {
-				return c.uploadGone(ctx, op, cr, res, ambiguous)
+				return c.uploadGone(ctx, op, cr, res, ambiguous, conflicted, parts)
 			}
 			return res, fail(op, cr, err, "")
 		}
+		parts = listed
 		_, err = within(ctx, c.opts.CompleteTimeout, func(ctx context.Context) (*s3.CompleteMultipartUploadOutput, error) {
 			return c.client.CompleteMultipartUpload(ctx, c.completeInput(cr, parts, useCRC))
 		})
@@ -127,7 +138,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				return res, fail(op, cr, fmt.Errorf("confirm completion: %w", lerr), hintUnverified)
 			}
 			if f.exists {
-				return c.settle(ctx, op, cr, res, f, true)
+				return c.settle(ctx, op, cr, res, f, true, parts)
 			}
 			ambiguous = true
 			last = ErrUnconfirmed
@@ -139,19 +150,25 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			if f.exists {
 				// The upload was listed just before, so this completion was
 				// refused: whatever is at the key came from elsewhere.
-				return c.settle(ctx, op, cr, res, f, false)
+				return c.settle(ctx, op, cr, res, f, false, parts)
 			}
 			// The object went away between the two calls; try again.
 			last = err
 		case recoverable.IsNoSuchUpload(err):
-			return c.uploadGone(ctx, op, cr, res, ambiguous)
+			return c.uploadGone(ctx, op, cr, res, ambiguous, conflicted, parts)
 		case isConflict(err):
-			f, lerr := c.lookup(ctx, cr)
-			if lerr == nil && f.matches(cr) {
-				return c.settle(ctx, op, cr, res, f, false)
+			// A 409 never costs the token its upload. Whatever its code
+			// (a conflicting write, OperationAborted, ...), look at the key;
+			// if nothing settled there, the next round lists the parts
+			// again and completes again, or finds the upload discarded.
+			if recoverable.ErrorCode(err) == "ConditionalRequestConflict" {
+				conflicted = true
 			}
-			_, aerr := c.abortUpload(ctx, cr)
-			return res, fail(op, cr, joinCleanup(fmt.Errorf("%w: %w", ErrConflict, err), aerr), hintConflict)
+			f, lerr := c.lookup(ctx, cr)
+			if lerr == nil && f.exists {
+				return c.settle(ctx, op, cr, res, f, false, parts)
+			}
+			last = fmt.Errorf("%w: %w", ErrConflict, err)
 		case IsRetryable(err) && ctx.Err() == nil:
 			ambiguous = true
 			last = err
@@ -163,15 +180,19 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			return res, fail(op, cr, fmt.Errorf("complete multipart upload: %w", err), "")
 		}
 	}
-	if errors.Is(last, ErrUnconfirmed) {
+	switch {
+	case errors.Is(last, ErrUnconfirmed):
 		return res, fail(op, cr, fmt.Errorf("%w after %d completions", ErrUnconfirmed, c.opts.MaxAttempts), hintUnconfirm)
+	case errors.Is(last, ErrConflict):
+		return res, fail(op, cr, fmt.Errorf("complete multipart upload: 409 in each of %d rounds, the upload left intact: %w", c.opts.MaxAttempts, last), hintConflict)
 	}
 	return res, fail(op, cr, fmt.Errorf("complete multipart upload: giving up after %d rounds: %w", c.opts.MaxAttempts, last), "")
 }
 
 // settle decides on an object found at the key. mine says a completion of
-// this call was acknowledged.
-func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool) (Result, error) {
+// this call was acknowledged. parts are the token's parts as last listed, if
+// any (for the ETag check).
+func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool, parts []recoverable.Part) (Result, error) {
 	if !f.matches(cr) {
 		_, aerr := c.abortUpload(ctx, cr)
 		err := fmt.Errorf("%w: the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
@@ -186,6 +207,18 @@ func (c *Committer) settle(ctx context.Context, op string, cr recoverable.Commit
 			warns = append(warns, fmt.Errorf("check that the upload is gone: %w", err))
 		}
 		mine = !open
+	}
+	if !mine {
+		// Another upload's object is about to be taken for ours, and ours
+		// discarded: a second opinion where one comes cheap.
+		forged, err := c.sameContent(ctx, cr, f, parts)
+		if err != nil {
+			return res, fail(op, cr, err, "")
+		}
+		if forged != nil {
+			_, aerr := c.abortUpload(ctx, cr)
+			return res, fail(op, cr, joinCleanup(fmt.Errorf("%w: %w", ErrKeyTaken, forged), aerr), hintForged)
+		}
 	}
 	if mine {
 		res.Created = true
@@ -213,9 +246,19 @@ func (c *Committer) uploadOpen(ctx context.Context, cr recoverable.CommitRecover
 	}
 }
 
+// settleLogAfter is how long a settle wait goes on before it is logged.
+const settleLogAfter = 30 * time.Second
+
 // uploadGone decides when the upload no longer exists: it was completed (by
-// us, another attempt, or someone else), or aborted.
-func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, ambiguous bool) (Result, error) {
+// us, another attempt, or someone else), or aborted, or discarded by the
+// server after a conflict. "Gone, and nothing at the key" is ambiguous while
+// another completion of the same upload may still be landing (servers drop
+// the upload before the object shows), so the key is polled, with backoff,
+// for Options.SettleTimeout before that is taken for an answer.
+func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, ambiguous, conflicted bool, parts []recoverable.Part) (Result, error) {
+	start := time.Now()
+	deadline := start.Add(c.opts.SettleTimeout)
+	logged := false
 	for n := 1; ; n++ {
 		f, err := c.lookup(ctx, cr)
 		if err != nil {
@@ -226,6 +269,13 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 				err := fmt.Errorf("%w: the upload is gone and the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
 				return res, fail(op, cr, err, hintKeyTaken)
 			}
+			forged, err := c.sameContent(ctx, cr, f, parts)
+			if err != nil {
+				return res, fail(op, cr, err, "")
+			}
+			if forged != nil {
+				return res, fail(op, cr, fmt.Errorf("%w: %w", ErrKeyTaken, forged), hintForged)
+			}
 			if ambiguous {
 				res.Created = true
 			} else {
@@ -233,15 +283,24 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 			}
 			return c.succeed(ctx, op, cr, res, f, false, nil)
 		}
-		if n >= c.opts.MaxAttempts {
+		now := time.Now()
+		if !now.Before(deadline) {
 			break
 		}
-		// Another attempt's completion of this upload may still be landing.
-		if err := c.sleep(ctx, n); err != nil {
-			return res, fail(op, cr, err, "")
+		if !logged && now.Sub(start) >= settleLogAfter {
+			logged = true
+			c.opts.Logger.WarnContext(ctx, "s3once: upload gone and nothing at the key yet; waiting for a completion in flight elsewhere to land",
+				"bucket", cr.Bucket, "key", cr.Key, "upload", cr.UploadID, "waited", now.Sub(start).Round(time.Second), "settle_timeout", c.opts.SettleTimeout)
+		}
+		if err := c.sleepUntil(ctx, now.Add(min(c.backoff(n), deadline.Sub(now)))); err != nil {
+			return res, fail(op, cr, fmt.Errorf("waiting for the key to settle after the upload was found gone: %w", err), "")
 		}
 	}
-	return res, fail(op, cr, fmt.Errorf("%w: upload %s does not exist and nothing is at the key", ErrDataLost, cr.UploadID), hintDataLost)
+	waited := fmt.Sprintf("upload %s does not exist and nothing appeared at the key in the %v settle window (Options.SettleTimeout), long enough for any completion of the upload in flight elsewhere to land", cr.UploadID, c.opts.SettleTimeout)
+	if conflicted {
+		return res, fail(op, cr, fmt.Errorf("%w: the server answered 409 ConditionalRequestConflict, then %s", ErrRewriteRequired, waited), hintRewrite)
+	}
+	return res, fail(op, cr, fmt.Errorf("%w: %s", ErrDataLost, waited), hintDataLost)
 }
 
 // succeed tidies up after a verified commit.

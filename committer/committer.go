@@ -21,6 +21,8 @@ type Committer struct {
 
 	mu     sync.Mutex
 	probed map[string]*probe // by bucket
+
+	md5ETags sync.Map // bucket -> bool: Preflight's PreflightResult.ETagsAreMD5
 }
 
 // probe is the preflight of one bucket, run once and shared by the commits

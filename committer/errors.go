@@ -12,15 +12,24 @@ import (
 // wrapping one of these, or one of recoverable's (ErrPartsChanged,
 // ErrInvalidToken, ...), or the S3 error that ended the retries.
 var (
-	// ErrConflict: the server reported a conflicting conditional write (409
-	// ConditionalRequestConflict) while completing. S3 discards the upload on a
-	// 409, so the file must be written again with a new upload.
-	ErrConflict = errors.New("conditional write conflict: the upload was discarded")
+	// ErrConflict: the server answered the completion with 409 (a
+	// conflicting write, OperationAborted, ...) in every round the commit
+	// had. The token's upload was left intact: commit the same token again
+	// later.
+	ErrConflict = errors.New("completion kept meeting conflicting operations")
+	// ErrRewriteRequired: after a 409 ConditionalRequestConflict the server
+	// discarded the token's upload, and no object appeared at the key within
+	// the settle window. The file must be written again under a new upload;
+	// the commit of that rewrite then meets whatever won the key. This is
+	// not ErrDataLost: nothing expired, the server asked for a rewrite, and a
+	// rerun writes the same bytes.
+	ErrRewriteRequired = errors.New("the server discarded the upload after a conflicting write; the file must be written again")
 	// ErrKeyTaken: another object, with other bytes than the token describes,
 	// is at the key. It is left intact; the token's upload is aborted.
 	ErrKeyTaken = errors.New("another object is at the key")
-	// ErrDataLost: the token's upload is gone and nothing is at the key: the
-	// file was never committed and cannot be any more.
+	// ErrDataLost: the token's upload is gone and nothing appeared at the key
+	// within the settle window (Options.SettleTimeout): the file was never
+	// committed and cannot be any more.
 	ErrDataLost = errors.New("upload and object are both gone")
 	// ErrUnconfirmed: the server acknowledged the completion again and again,
 	// yet the object never appeared at the key.
@@ -32,7 +41,9 @@ var (
 
 // Hints for the operator.
 const (
-	hintConflict   = "another writer completed an object at this key at the same moment; write the file again with a new upload (the commit will then find the winner and compare)"
+	hintConflict   = "the server kept answering 409 while other operations on this key or upload were in progress; the upload is intact: run CommitAfterRecovery again with the same token"
+	hintRewrite    = "the server discarded the upload after a conflicting write to the key (409 ConditionalRequestConflict) and nothing settled at the key; write the file again under a new upload (a rerun writes the same bytes, and its commit compares them with whatever is at the key by then)"
+	hintForged     = "the object at the key has the token's size and CRC64NVME but another multipart ETag for the same part layout, so its bytes differ: the CRC matched by accident or by design; inspect the object and who wrote it, delete it, and rerun"
 	hintKeyTaken   = "the object at the key was written by another run or tool with different content; the pipeline is not deterministic for this file, or the key is reused: inspect both, delete the wrong one, and rerun"
 	hintDataLost   = "the upload expired or was aborted (lifecycle rule, sweep, or another tool) before anyone committed it; rewrite the file from the source, and make sure sweep cutoffs and lifecycle rules exceed file lifetime plus checkpoint retention"
 	hintUnconfirm  = "the server says the upload was completed but does not serve the object; check the server's health and logs, then run CommitAfterRecovery again with the same token"

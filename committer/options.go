@@ -2,6 +2,7 @@ package committer
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -48,6 +49,21 @@ type Options struct {
 	// probe). Clean-up runs on a context detached from the caller's, so a
 	// cancelled commit still tidies up. Default 30s.
 	CleanupTimeout time.Duration
+	// SettleTimeout bounds how long a commit that finds the token's upload
+	// gone and the key empty waits for an object to appear there before it
+	// reports ErrDataLost (or ErrRewriteRequired after a 409). The wait
+	// exists because another committer may be completing the same upload
+	// (the sink completes every file twice, at bundle finalization and in
+	// its commit stage), and a server may drop the upload before the object
+	// shows. That completion started before ours saw the upload gone and
+	// ends, for its caller, within CompleteTimeout; so SettleTimeout must be
+	// at least CompleteTimeout, and the zero value means CompleteTimeout
+	// (DefaultCompleteTimeout when CompleteTimeout is unbounded). The key is
+	// polled with backoff until then; a wait past 30 seconds is logged.
+	SettleTimeout time.Duration
+	// Logger receives the rare notes a long wait deserves (a settle wait
+	// that outlasts 30 seconds); nil means slog.Default().
+	Logger *slog.Logger
 	// AllowUnconditional is UNSAFE: it commits without If-None-Match (for
 	// servers that reject or ignore the header), and Preflight then reports a
 	// server that ignores it instead of failing. Without the condition two
@@ -88,6 +104,19 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CompleteTimeout == 0 {
 		o.CompleteTimeout = DefaultCompleteTimeout
+	}
+	switch {
+	case o.SettleTimeout == 0 && o.CompleteTimeout > 0:
+		o.SettleTimeout = o.CompleteTimeout
+	case o.SettleTimeout == 0:
+		o.SettleTimeout = DefaultCompleteTimeout
+	case o.SettleTimeout < 0:
+		problems = append(problems, fmt.Sprintf("SettleTimeout %v must be positive", o.SettleTimeout))
+	case o.CompleteTimeout > 0 && o.SettleTimeout < o.CompleteTimeout:
+		problems = append(problems, fmt.Sprintf("SettleTimeout %v must be at least CompleteTimeout %v (a completion in flight elsewhere may take that long)", o.SettleTimeout, o.CompleteTimeout))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.CleanupTimeout == 0 {
 		o.CleanupTimeout = DefaultCleanupTimeout

@@ -2,6 +2,8 @@ package committer
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +18,18 @@ type PreflightResult struct {
 	// ConditionalWrites is true when the server refused to overwrite the probe
 	// object under If-None-Match: *.
 	ConditionalWrites bool
+	// ETagsAreMD5 is true when the server gave the probe object (written
+	// without SSE-C headers) an ETag equal to the MD5 of its bytes, as S3 does
+	// without KMS or customer-key encryption. Then a part's ETag is its MD5
+	// and a multipart object's ETag is the MD5 of its parts' MD5s, which the
+	// committer uses as a second, collision-resistant check of "already
+	// committed". False means not known to be so (SSE-KMS, SSE-C, a probe
+	// whose first write landed on an earlier try): a part re-uploaded with
+	// the same bytes then gets another ETag and can be told from the one the
+	// token recorded only by its listed checksum, so a caller must not
+	// combine such a bucket with uploads that carry no part checksums
+	// (recoverable.Options.DisableChecksums).
+	ETagsAreMD5 bool
 	// ProbeKey is the staging key the probe wrote.
 	ProbeKey string
 	// Warning is a failure to delete the probe object afterwards; the sweep
@@ -46,15 +60,14 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 	if bucket == "" {
 		return res, fmt.Errorf("s3once preflight: %w: empty bucket", recoverable.ErrInvalidOptions)
 	}
-	put := func(ctx context.Context) error {
-		_, err := call(ctx, c, "put probe object", func(ctx context.Context) (*s3.PutObjectOutput, error) {
+	put := func(ctx context.Context) (*s3.PutObjectOutput, error) {
+		return call(ctx, c, "put probe object", func(ctx context.Context) (*s3.PutObjectOutput, error) {
 			return c.client.PutObject(ctx, &s3.PutObjectInput{
 				Bucket: aws.String(bucket), Key: aws.String(key),
-				Body:        strings.NewReader("s3once conditional-write probe; safe to delete\n"),
+				Body:        strings.NewReader(probeBody),
 				IfNoneMatch: aws.String("*"),
 			})
 		})
-		return err
 	}
 	// The probe is deleted however the probe went; a failure to delete it is
 	// reported in the result the caller receives (hence the named results).
@@ -80,13 +93,19 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 	}
 
 	// The first write must succeed; a 412 means an earlier try of it landed.
-	if err := put(ctx); err != nil && !isPreconditionFailed(err) {
+	out, err := put(ctx)
+	if err != nil && !isPreconditionFailed(err) {
 		if rejectsCondition(err) {
 			return unsupported("the server rejects If-None-Match", err)
 		}
 		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
 	}
-	err = put(ctx)
+	if err == nil {
+		sum := md5.Sum([]byte(probeBody))
+		res.ETagsAreMD5 = strings.EqualFold(unquote(aws.ToString(out.ETag)), hex.EncodeToString(sum[:]))
+		c.learnETags(bucket, res.ETagsAreMD5)
+	}
+	_, err = put(ctx)
 	switch {
 	case err == nil:
 		return unsupported("a second write with If-None-Match: * replaced the probe object", nil)
@@ -99,6 +118,9 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
 	}
 }
+
+// probeBody is what the probe object holds.
+const probeBody = "s3once conditional-write probe; safe to delete\n"
 
 func isPreconditionFailed(err error) bool {
 	return recoverable.ErrorCode(err) == "PreconditionFailed" || recoverable.StatusCode(err) == http.StatusPreconditionFailed
@@ -113,3 +135,16 @@ func isConflict(err error) bool {
 func rejectsCondition(err error) bool {
 	return recoverable.ErrorCode(err) == "NotImplemented" || recoverable.StatusCode(err) == http.StatusNotImplemented
 }
+
+// learnETags remembers what Preflight found out about the bucket's ETags.
+func (c *Committer) learnETags(bucket string, md5s bool) { c.md5ETags.Store(bucket, md5s) }
+
+// etagsAreMD5 tells whether a Preflight of this Committer found the bucket's
+// ETags to be MD5 digests. Unknown counts as no.
+func (c *Committer) etagsAreMD5(bucket string) bool {
+	v, ok := c.md5ETags.Load(bucket)
+	return ok && v.(bool)
+}
+
+// unquote strips the quotes around an ETag.
+func unquote(etag string) string { return strings.Trim(etag, `"`) }

@@ -137,3 +137,15 @@ func within[O any](ctx context.Context, d time.Duration, fn func(context.Context
 	defer cancel()
 	return fn(cctx)
 }
+
+// sleepUntil waits until t, or until ctx is done.
+func (c *Committer) sleepUntil(ctx context.Context, t time.Time) error {
+	tm := time.NewTimer(time.Until(t))
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-tm.C:
+		return nil
+	}
+}
