@@ -153,7 +153,8 @@ func TestPayloadErrors(t *testing.T) {
 		{"side object without key", resumeHead().u8(tailObject).u64(5).u64(0).str(""), ErrMalformed},
 		{"side object of nothing", resumeHead().u8(tailObject).u64(0).u64(0).str("o"), ErrMalformed},
 		{"negative side object", resumeHead().u8(tailObject).u64(1 << 63).u64(0).str("o"), ErrMalformed},
-		{"side object", resumeHead().u8(tailObject).u64(5).u64(0).str("o"), nil},
+		{"side object", resumeHead().u8(tailObject).u64(5).u64(0).str("u/00000000000000000001"), nil},
+		{"side object outside its upload", resumeHead().u8(tailObject).u64(5).u64(0).str("o"), ErrMalformed},
 		{"trailing byte", resumeHead().u8(tailEmpty).u8(0), ErrMalformed},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package coder
 
 import (
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -131,7 +132,16 @@ func checkResume(r recoverable.ResumeRecoverable) error {
 	if err := checkPartList(kind, r.Parts); err != nil {
 		return err
 	}
-	return checkTail(r.Tail)
+	if err := checkTail(r.Tail); err != nil {
+		return err
+	}
+	// A side object is only ever a side object of the token's own upload: a
+	// token that names any other key (a damaged or hostile checkpoint) must not
+	// reach Recover or Cleanup, which would read or delete it.
+	if o := r.Tail.Object; o != "" && !ownkeys.IsSideObjectOf(r.StagingPrefix, r.UploadID, o) {
+		return invalid(ErrMalformed, "%s Tail.Object %q is not a side object under %q", kind, o, ownkeys.SideObjectPrefix(r.StagingPrefix, r.UploadID))
+	}
+	return nil
 }
 
 // checkTail checks that a tail is exactly one of: empty, inline, or in a side

@@ -48,13 +48,22 @@ func roundTripCommit(t *testing.T, c recoverable.CommitRecoverable) []byte {
 func TestRoundTripResume(t *testing.T) {
 	base := resumeCases()[0].token
 	tests := map[string]func(*recoverable.ResumeRecoverable){
-		"as is":                func(*recoverable.ResumeRecoverable) {},
-		"no staging prefix":    func(r *recoverable.ResumeRecoverable) { r.StagingPrefix = "" },
+		"as is": func(*recoverable.ResumeRecoverable) {},
+		"no staging prefix": func(r *recoverable.ResumeRecoverable) {
+			r.StagingPrefix = ""
+			r.Tail.Object = recoverable.SideObjectKey("", r.UploadID, r.Seq, "")
+		},
+		"side object with a nonce": func(r *recoverable.ResumeRecoverable) {
+			r.Tail.Object = recoverable.SideObjectKey(r.StagingPrefix, r.UploadID, r.Seq, "9f86d081")
+		},
 		"empty tail":           func(r *recoverable.ResumeRecoverable) { r.Tail = recoverable.Tail{} },
 		"one-byte inline tail": func(r *recoverable.ResumeRecoverable) { r.Tail = recoverable.Tail{Len: 1, CRC: 7, Inline: []byte{0}} },
 		"tail CRC zero":        func(r *recoverable.ResumeRecoverable) { r.Tail.CRC = 0 },
 		"unicode key":          func(r *recoverable.ResumeRecoverable) { r.Key = "données/日本/🙂.csv" },
-		"binary upload ID":     func(r *recoverable.ResumeRecoverable) { r.UploadID = "\x00\xff\n" },
+		"binary upload ID": func(r *recoverable.ResumeRecoverable) {
+			r.UploadID = "\x00\xff\n"
+			r.Tail.Object = recoverable.SideObjectKey(r.StagingPrefix, r.UploadID, r.Seq, "")
+		},
 		"huge seq":             func(r *recoverable.ResumeRecoverable) { r.Seq = ^uint64(0) },
 		"one empty part":       func(r *recoverable.ResumeRecoverable) { r.Parts = recoverable.PartList{Count: 1, Digest: [32]byte{1}} },
 		"tail of a whole part": func(r *recoverable.ResumeRecoverable) { r.Tail.Len = recoverable.MaxPartSize },
@@ -62,7 +71,15 @@ func TestRoundTripResume(t *testing.T) {
 		"largest, side object": func(r *recoverable.ResumeRecoverable) {
 			*r = largestResume()
 			r.Tail.Inline = nil
-			r.Tail.Object = strings.Repeat("o", MaxKeyLen)
+			// A side-object key at its bound: the staging prefix fills what
+			// the upload's folder and the name leave of MaxKeyLen.
+			const nonce = "9f86d081"
+			r.UploadID = "u"
+			r.StagingPrefix = strings.Repeat("p", MaxKeyLen-len("/u/")-20-1-len(nonce))
+			r.Tail.Object = recoverable.SideObjectKey(r.StagingPrefix, r.UploadID, r.Seq, nonce)
+			if len(r.Tail.Object) != MaxKeyLen {
+				panic("side-object key not at its bound")
+			}
 		},
 		"smallest part size":    func(r *recoverable.ResumeRecoverable) { r.PartSize = recoverable.MinPartSize },
 		"most parts, one byte":  func(r *recoverable.ResumeRecoverable) { r.Parts.Count = recoverable.MaxS3Parts; r.Parts.Bytes = 1 },
@@ -173,6 +190,14 @@ func TestEncodeRefuses(t *testing.T) {
 		{"negative tail", func(r *recoverable.ResumeRecoverable) { r.Tail.Len = -1 }, ErrMalformed},
 		{"tail above a part", func(r *recoverable.ResumeRecoverable) { r.Tail.Len = recoverable.MaxPartSize + 1 }, ErrTooLarge},
 		{"tail inline and object", func(r *recoverable.ResumeRecoverable) { r.Tail.Inline = []byte("x"); r.Tail.Len = 1 }, ErrMalformed},
+		{"tail object outside its upload", func(r *recoverable.ResumeRecoverable) { r.Tail.Object = "warehouse/orders.parquet" }, ErrMalformed},
+		{"tail object of another upload", func(r *recoverable.ResumeRecoverable) {
+			r.Tail.Object = recoverable.SideObjectKey(r.StagingPrefix, "other", r.Seq, "")
+		}, ErrMalformed},
+		{"tail object under another staging prefix", func(r *recoverable.ResumeRecoverable) { r.StagingPrefix = "reports" }, ErrMalformed},
+		{"tail object not named as side objects are", func(r *recoverable.ResumeRecoverable) {
+			r.Tail.Object = recoverable.SideObjectPrefix(r.StagingPrefix, r.UploadID) + "q1.csv"
+		}, ErrMalformed},
 		{"inline length mismatch", func(r *recoverable.ResumeRecoverable) { r.Tail = recoverable.Tail{Len: 2, Inline: []byte("x")} }, ErrMalformed},
 		{"inline too long", func(r *recoverable.ResumeRecoverable) {
 			r.Tail = recoverable.Tail{Len: MaxInlineTail + 1, Inline: make([]byte, MaxInlineTail+1)}

@@ -3,7 +3,10 @@ package recoverable
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"strings"
+
+	"github.com/s3once/s3once/internal/ownkeys"
 )
 
 // PartList summarises the parts 1..Count of a multipart upload in constant space.
@@ -120,58 +123,36 @@ func (c CommitRecoverable) Size() int64 { return c.Parts.Bytes }
 // CRC is the object's full-object CRC64NVME.
 func (c CommitRecoverable) CRC() uint64 { return c.Parts.CRC }
 
-// SideObjectPrefix is the prefix of every side object of an upload: a commit or a
-// sweep deletes them all by listing it.
+// ErrForeignStaging: the token's side objects lie under another staging prefix
+// than the one this Writer (or committer) was configured with, so it refuses
+// to delete them. It wraps ErrInvalidToken: such a token is not this
+// configuration's to clean up.
+var ErrForeignStaging = fmt.Errorf("%w: token names another staging prefix", ErrInvalidToken)
+
+// hintForeignStaging tells an operator what to do about ErrForeignStaging.
+const hintForeignStaging = "nothing was deleted; if the staging prefix was changed, run the sweep with the old --staging-prefix to remove what tokens taken before the change left there, otherwise the token comes from another job"
+
+// SideObjectPrefix is the folder of every side object of an upload:
+// <staging folder><escaped upload ID>/. A commit or a sweep deletes them all by
+// listing it. See the internal ownkeys package, which defines every key
+// s3once writes.
 func SideObjectPrefix(stagingPrefix, uploadID string) string {
-	return joinKey(stagingPrefix, escapeUploadID(uploadID)) + "/"
+	return ownkeys.SideObjectPrefix(stagingPrefix, uploadID)
 }
 
 // SideObjectKey is the key of the side object written by persist number seq of
 // the stream incarnation nonce. The nonce keeps two attempts that persist the same
 // sequence number (a zombie and its successor) from overwriting each other's tail.
 func SideObjectKey(stagingPrefix, uploadID string, seq uint64, nonce string) string {
-	b := make([]byte, 0, 20+1+len(nonce))
-	b = appendPadded(b, seq)
-	b = append(b, '-')
-	b = append(b, nonce...)
-	return SideObjectPrefix(stagingPrefix, uploadID) + string(b)
+	return ownkeys.SideObjectKey(stagingPrefix, uploadID, seq, nonce)
 }
 
-// appendPadded formats seq as 20 decimal digits, so keys list in persist order.
-func appendPadded(b []byte, seq uint64) []byte {
-	var d [20]byte
-	for i := len(d) - 1; i >= 0; i-- {
-		d[i] = byte('0' + seq%10)
-		seq /= 10
+// checkTailObject refuses a side-object key that is not a side object of the
+// token's own upload: a corrupted or hostile token must never make Recover read,
+// or Cleanup delete, any other key.
+func checkTailObject(stagingPrefix, uploadID, object string) error {
+	if object == "" || ownkeys.IsSideObjectOf(stagingPrefix, uploadID, object) {
+		return nil
 	}
-	return append(b, d[:]...)
-}
-
-func joinKey(prefix, name string) string {
-	if prefix == "" {
-		return name
-	}
-	if strings.HasSuffix(prefix, "/") {
-		return prefix + name
-	}
-	return prefix + "/" + name
-}
-
-// escapeUploadID keeps an upload ID usable as one key segment: every byte outside
-// [A-Za-z0-9._-] is written as %XX.
-func escapeUploadID(id string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	return b.String()
+	return fmt.Errorf("%w: tail object %q is not a side object under %q", ErrInvalidToken, object, SideObjectPrefix(stagingPrefix, uploadID))
 }

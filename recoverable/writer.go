@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3once/s3once/internal/ownkeys"
 )
 
 // abortTimeout bounds the cleanup calls that run after the caller's context is gone.
@@ -134,9 +136,20 @@ func (w *Writer) RecoverForCommit(ctx context.Context, rr ResumeRecoverable) (Co
 
 // Cleanup deletes the side object of a token whose checkpoint is retired. It
 // never touches the upload. A side object that is already gone is not an error.
+//
+// The token is untrusted: Cleanup deletes only a side object of the token's
+// upload (ownkeys.IsSideObjectOf), and only under this Writer's staging
+// prefix. A token that fails Validate gives ErrInvalidToken, one whose staging
+// prefix is another gives ErrForeignStaging; either way nothing is deleted.
 func (w *Writer) Cleanup(ctx context.Context, rr ResumeRecoverable) error {
+	if err := rr.Validate(); err != nil {
+		return rr.fail("cleanup", err, "nothing was deleted")
+	}
 	if rr.Tail.Object == "" {
 		return nil
+	}
+	if !ownkeys.SameFolder(rr.StagingPrefix, w.opts.StagingPrefix) {
+		return rr.fail("cleanup", fmt.Errorf("%w: %q, this writer's is %q", ErrForeignStaging, rr.StagingPrefix, w.opts.StagingPrefix), hintForeignStaging)
 	}
 	_, err := w.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(rr.Bucket), Key: aws.String(rr.Tail.Object)})
 	if err != nil && !IsNotFound(err) {
@@ -154,6 +167,11 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 	if t.Object == "" {
 		data = t.Inline
 	} else {
+		// Validate has checked this already; a tail is read only from the
+		// token's own side-object folder, whoever calls.
+		if err := checkTailObject(rr.StagingPrefix, rr.UploadID, t.Object); err != nil {
+			return nil, rr.fail("recover", err, "")
+		}
 		var err error
 		data, err = attempt(ctx, w.opts.CallTimeout, "get side object", func(ctx context.Context) ([]byte, error) {
 			out, err := w.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(rr.Bucket), Key: aws.String(t.Object)})
@@ -181,7 +199,11 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 	return data, nil
 }
 
-// Validate checks the token's internal consistency (not the upload).
+// Validate checks the token's internal consistency (not the upload): among
+// others, that a side-object tail lies in SideObjectPrefix(StagingPrefix,
+// UploadID) and is named as the stream names side objects. Recover and Cleanup
+// call it, and so do the coder's decoders, so a corrupted or hostile token
+// never makes s3once read or delete another key.
 func (rr ResumeRecoverable) Validate() error {
 	switch {
 	case rr.Bucket == "" || rr.Key == "" || rr.UploadID == "":
@@ -201,7 +223,7 @@ func (rr ResumeRecoverable) Validate() error {
 	case rr.Tail.Len == 0 && rr.Tail.CRC != 0:
 		return fmt.Errorf("%w: empty tail with a checksum", ErrInvalidToken)
 	}
-	return nil
+	return checkTailObject(rr.StagingPrefix, rr.UploadID, rr.Tail.Object)
 }
 
 func (rr ResumeRecoverable) fail(op string, err error, hint string) error {
