@@ -61,9 +61,14 @@ type Result struct {
 //     upload of ours is then aborted);
 //   - the key holds other bytes: an error wrapping ErrKeyTaken; that object
 //     is left intact and the token's upload is aborted;
-//   - the upload is gone and the key is empty: an error wrapping ErrDataLost;
-//   - the server reports a conditional-write conflict (409): an error wrapping
-//     ErrConflict, and the caller writes the file again with a new upload;
+//   - the upload is gone and the key stays empty for Options.SettleTimeout
+//     (another completion of the same upload may be landing): an error
+//     wrapping ErrDataLost, or ErrRewriteRequired when a 409
+//     ConditionalRequestConflict came first (the server discarded the upload;
+//     the file must be written again);
+//   - a 409 never aborts the token's upload: the key is looked at and the
+//     completion tried again; a 409 in every round is an error wrapping
+//     ErrConflict, with the upload left intact;
 //   - the upload's parts differ from the token: recoverable.ErrPartsChanged.
 //
 // Failures worth retrying are retried with backoff while ctx lasts. Errors
@@ -87,7 +92,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 	if err := validate(cr); err != nil {
 		return res, fail(op, cr, err, "")
 	}
-	if err := c.ensurePreflight(ctx, cr.Bucket, cr.StagingPrefix); err != nil {
+	if err := c.ensurePreflight(ctx, cr.Bucket, c.opts.StagingPrefix); err != nil {
 		return res, fail(op, cr, err, "")
 	}
 	if lookFirst || c.opts.AllowUnconditional {

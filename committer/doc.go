@@ -42,12 +42,21 @@
 //     over and is aborted.
 //   - The key holds other bytes (412, or found by the look): ErrKeyTaken. The
 //     object is left intact; the token's upload is aborted.
-//   - The upload is gone (NoSuchUpload) and so is the object, after a few
-//     looks spaced out to let a concurrent completion of the same upload land:
-//     ErrDataLost.
-//   - 409 ConditionalRequestConflict: S3 discards the upload; ErrConflict, and
-//     the caller writes the file again with a new upload (whose commit will
-//     then meet the winner and compare).
+//   - The upload is gone (NoSuchUpload) and nothing is at the key: see
+//     "Settling" below; ErrDataLost only once the settle window has passed.
+//   - 409, whatever its code: never a reason to abort the token's upload.
+//     The commit looks at the key (an object there is judged as above), and
+//     otherwise backs off and starts the next round: list the parts again
+//     and complete again. OperationAborted and codes it does not know are
+//     treated the same way, as transient. If the upload turns out discarded
+//     after a 409 ConditionalRequestConflict (S3 may discard an upload whose
+//     conditional completion met a conflicting write, and asks for a
+//     rewrite) and nothing settles at the key, the error wraps
+//     ErrRewriteRequired, which is not ErrDataLost: the file must be written
+//     again under a new upload, and a rerun writes the same bytes. A 409 in
+//     every round: ErrConflict, with the upload intact for a later commit of
+//     the same token. The token's upload is aborted only where another
+//     object already settled the key (ErrKeyTaken, AlreadyCommitted).
 //   - A 200 with nothing at the key is retried; if it persists, ErrUnconfirmed.
 //
 // Concurrent commits of different uploads to one key therefore leave one
@@ -55,6 +64,56 @@
 // or ErrKeyTaken (other bytes), and every loser's upload is aborted. A loser
 // that wrote the same bytes counts as committed, because the file's identity
 // is its content: the key holds exactly what its token describes.
+//
+// # Settling
+//
+// One upload may be completed by several committers at once: the sink
+// completes every file at bundle finalization and again in its commit stage,
+// and duplicate bundles add more. A server may drop the upload before the
+// object appears (versitygw does), so "upload gone, key empty" is ambiguous
+// while any completion of that upload may still be in flight. The commit
+// then polls the key, with backoff, for Options.SettleTimeout, which
+// defaults to CompleteTimeout and may not be shorter: a completion that
+// started before ours saw the upload gone has ended, for its caller, within
+// CompleteTimeout. An object that shows in that window is judged as above;
+// only after it does a genuine loss become ErrDataLost (or
+// ErrRewriteRequired after a conditional conflict). The error says how long
+// it waited and why, and a wait longer than 30 seconds is logged to
+// Options.Logger while it lasts. The cost of a genuine loss is one
+// SettleTimeout (15 minutes by default) per file; set a shorter
+// CompleteTimeout and SettleTimeout where completions are known to be short.
+//
+// # Content identity
+//
+// "Already committed" means the key's object has the token's size and full
+// object CRC64NVME. CRC is affine: anyone who can write to the bucket and
+// predict a file can build other bytes with the same size and CRC, cheaply.
+// Where a stronger check costs (nearly) nothing, the committer adds it: the
+// preflight probe finds out once per bucket whether the server's ETags are
+// MD5s of the bytes (PreflightResult.ETagsAreMD5; false under SSE-KMS or
+// SSE-C), and where they are, and the token's parts have been listed from
+// its upload (and checked against the token), and the object's ETag is a
+// multipart ETag of the same part count, that ETag must equal the MD5 of the
+// listed parts' MD5s. Equal ETags settle it. Unequal ones count as other
+// bytes only when the object was cut into the same parts: HEAD with
+// partNumber=1 (sent only in this case) gives the object's first part size,
+// which for the uniform layouts the recoverable writer makes (every part
+// but the last of one size) fixes the layout. A rerun with another PartSize
+// therefore never becomes ErrKeyTaken. A forgery caught this way is
+// ErrKeyTaken; the object is left intact and the token's upload aborted.
+//
+// What remains: the check does not run on buckets whose ETags are not MD5s,
+// when the object is not a multipart object of the same part count (a
+// forged object written with one PutObject, or cut otherwise, is still
+// judged by size and CRC alone), when the token's upload is already gone
+// and was never listed by this call, or when the Committer skipped its
+// preflight (Options.SkipPreflight) and Preflight was not run on it. Against
+// someone who can write to the output bucket, the defence remains access
+// control; the ETag check raises the cost of a forgery made through the
+// same multipart layout to an MD5 collision. Objects by other tools with the
+// same bytes, the same part count and first part size but other sizes in
+// the middle would be reported ErrKeyTaken (a false alarm, never a silent
+// acceptance).
 //
 // Every S3 call is retried, with exponential backoff and jitter bounded by
 // the context, when it fails in a way worth retrying (see IsRetryable). That
