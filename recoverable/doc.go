@@ -21,10 +21,10 @@
 //
 // A ResumeRecoverable names the bucket, key and upload, the part size, the
 // persist sequence number, a PartList and the Tail. The PartList does not list
-// the parts: it holds their count, their total size, a SHA-256 chained over
-// every part's (number, size, ETag), and the CRC64NVME of their bytes. Recover
-// and commit list the upload's parts and recompute the chain over parts
-// 1..Count, so a part that is missing, resized or rewritten with other bytes is
+// the parts: it holds their count, their total size, the CRC64NVME of their
+// bytes, and a SHA-256 chained over every part's (number, size, ETag). Recover
+// and commit list the upload's parts and check parts 1..Count against it (see
+// below), so a part that is missing, resized or rewritten with other bytes is
 // caught; parts numbered higher (written after the token, or by a zombie
 // attempt) are ignored and later overwritten. The token is therefore the same
 // size at one part and at 10,000 (a few hundred bytes once encoded, see the
@@ -34,9 +34,47 @@
 // otherwise Persist writes it to a side object at
 // <staging prefix><upload ID>/<persist seq>-<nonce>. Every side object of an
 // upload shares the prefix SideObjectPrefix(staging, upload), so a commit or a
-// sweep removes them all by listing it. The nonce is per stream incarnation, so
-// a zombie attempt that reaches the same sequence number cannot overwrite the
-// tail another attempt's token points at.
+// sweep removes them all by listing it. No two PUTs of side objects share a
+// key: every Persist attempt takes the next sequence number, a failed one too
+// (its PUT may still land after the reply was lost, and must then land on a
+// key no token names), and the nonce is per stream incarnation, so a zombie
+// attempt that reaches the same sequence number cannot overwrite the tail
+// another attempt's token points at. Tokens' sequence numbers increase, with
+// gaps where a Persist failed.
+//
+// # Parts are known by their bytes, not their ETags
+//
+// An ETag names one upload of a part, not its content, wherever the bucket
+// encrypts with SSE-KMS (many AWS buckets do by default): uploading the same
+// bytes again as the same part number gives it a new ETag. That happens in
+// normal operation: an attempt restored from an older checkpoint replays the
+// same records and uploads the same parts again, and an UploadPart abandoned
+// after its call timeout may land after its retry did. So where the server
+// lists each part's CRC64NVME (every upload the stream opens asks for them,
+// unless Options.DisableChecksums), Recover and commit identify parts
+// 1..Count by number, size and checksum: the listed parts must hold the
+// token's byte count, and their checksums, chained in part order with
+// CRC64Combine, must give the token's CRC. The chain changes whenever any one
+// part's checksum does (appending bytes is an invertible map on CRCs), so one
+// altered part is caught as surely as by comparing its own checksum. The
+// completion then names the ETags just listed, whichever upload made them.
+//
+// This needs no new token format. The token already holds the parts' count,
+// byte count and CRC, and these are the file's identity anyway: the server
+// checks the full-object CRC64NVME of the assembled parts at completion, and
+// the committer checks the object's size and CRC afterwards. A list of
+// per-part checksums in the token would grow it with the file (against the
+// token's size bound) and prove nothing the chained CRC does not. The ETag
+// digest stays in the token, written as before, for servers that list no
+// part checksums: there, and only there, it stands for the bytes.
+//
+// The combination to avoid: Options.DisableChecksums on a bucket whose ETags
+// are not MD5s (SSE-KMS, SSE-C). With no part checksums to compare, a part
+// uploaded again with the same bytes cannot be told from one overwritten with
+// other bytes; Recover and commit then refuse the token with ErrPartsChanged.
+// That is loud, never a wrong file, but it turns a routine re-upload into a
+// rewrite of the file from the source. The committer package tells whether a
+// bucket's ETags are MD5s, so a preflight can refuse the combination.
 //
 // # Content identity
 //
@@ -71,8 +109,15 @@
 //
 // # Retries
 //
-// The stream does not retry on its own: the S3 client's retryer retries each
-// call (its default does, with backoff). When a call still fails, the stream
-// reports it: a failed part upload breaks the stream (recover from the last
-// token); a failed side-object upload fails that Persist only.
+// The S3 client's retryer retries each call (its default does, with backoff)
+// for errors it recognises. The stream adds one retry of its own, for the
+// case a retryer cannot see: an attempt that gets no answer at all (a stalled
+// connection) is abandoned after Options.CallTimeout and made again, three
+// attempts in all, then fails with ErrCallTimeout. An abandoned attempt may
+// still reach the server later; every call made again this way writes the
+// same bytes to the same part number or key, which the part identity above
+// and the fresh side-object key per Persist make harmless. When a call still
+// fails, the stream reports it: a failed part upload breaks the stream
+// (recover from the last token); a failed side-object upload fails that
+// Persist only, and the stream can persist again.
 package recoverable

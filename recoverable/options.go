@@ -50,6 +50,10 @@ type Options struct {
 	CallTimeout time.Duration
 	// DisableChecksums turns off CRC64NVME on the wire, for servers that reject
 	// the checksum headers. The stream still keeps and checks its own checksums.
+	// The server then lists no part checksums, and parts are recognised by
+	// their ETags alone: on a bucket whose ETags are not MD5s (SSE-KMS, SSE-C)
+	// a part uploaded again with the same bytes fails Recover and commit with
+	// ErrPartsChanged. Do not use it on such buckets (see the package docs).
 	DisableChecksums bool
 }
 

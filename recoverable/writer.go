@@ -240,9 +240,18 @@ type PartLister interface {
 }
 
 // VerifyParts lists parts 1..want.Count of the upload and checks them against
-// want: their count, sizes, ETags (through the digest) and, where the server
-// lists part checksums, their CRC64NVME. It returns the parts, in order, ready
-// for CompleteMultipartUpload. Parts numbered above want.Count are ignored: they
+// want: parts numbered 1..Count without a gap, holding want.Bytes in all, and
+// the same bytes. Where the server lists every part's CRC64NVME, the bytes are
+// checked by the checksums alone: the listed parts' checksums, chained in part
+// order, must give want.CRC. ETags are then not compared, since they name one
+// upload of a part rather than its bytes wherever the bucket encrypts with
+// SSE-KMS: a part uploaded again with the same bytes (a zombie replaying the
+// same records, a stalled upload landing late) has another ETag and the same
+// content. Only where the server lists no part checksums does the chain of
+// ETags in want.Digest stand for the bytes.
+//
+// It returns the parts, in order, with the ETags just listed, ready for
+// CompleteMultipartUpload. Parts numbered above want.Count are ignored: they
 // belong to writes after the token was taken, or to a zombie writer.
 //
 // Errors wrap ErrNoSuchUpload or ErrPartsChanged in an *Error.
@@ -293,12 +302,8 @@ func VerifyParts(ctx context.Context, api PartLister, bucket, key, uploadID stri
 	if len(parts) != want.Count {
 		return nil, fail(fmt.Errorf("%w: upload has %d of the token's %d parts", ErrPartsChanged, len(parts), want.Count), hintParts)
 	}
-	got := Chain(parts)
-	if got.Digest != want.Digest || got.Bytes != want.Bytes {
-		return nil, fail(fmt.Errorf("%w: part sizes or ETags differ from the token (%d bytes listed, %d recorded)", ErrPartsChanged, got.Bytes, want.Bytes), hintParts)
-	}
-	if allCRC && got.CRC != want.CRC {
-		return nil, fail(fmt.Errorf("%w: parts' CRC64NVME %016x, token says %016x", ErrPartsChanged, got.CRC, want.CRC), hintParts)
+	if err := sameParts(parts, want, allCRC); err != nil {
+		return nil, fail(err, hintParts)
 	}
 	if !allCRC {
 		// Without listed checksums the token's own are the only ones there are.
@@ -307,6 +312,27 @@ func VerifyParts(ctx context.Context, api PartLister, bucket, key, uploadID stri
 		}
 	}
 	return parts, nil
+}
+
+// sameParts tells whether the listed parts 1..want.Count hold the bytes want
+// describes: by their sizes and, with listed checksums, their CRC64NVME
+// chained in order (which changes whenever any one part's does), else by the
+// chain of their ETags.
+func sameParts(parts []Part, want PartList, listedCRC bool) error {
+	got := Chain(parts)
+	if got.Bytes != want.Bytes {
+		return fmt.Errorf("%w: parts hold %d bytes, token says %d", ErrPartsChanged, got.Bytes, want.Bytes)
+	}
+	if listedCRC {
+		if got.CRC != want.CRC {
+			return fmt.Errorf("%w: parts' CRC64NVME %016x, token says %016x", ErrPartsChanged, got.CRC, want.CRC)
+		}
+		return nil
+	}
+	if got.Digest != want.Digest {
+		return fmt.Errorf("%w: part sizes or ETags differ from the token, and the server lists no part checksums to compare the bytes by", ErrPartsChanged)
+	}
+	return nil
 }
 
 // EncodeCRC renders a CRC64NVME the way S3 headers carry it.
