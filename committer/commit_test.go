@@ -217,11 +217,18 @@ func TestCommitRejectsInvalidTokens(t *testing.T) {
 			t.Errorf("%s: want ErrInvalidToken, got %v", name, err)
 		}
 	}
-	// A token whose digest does not match the upload.
+	// A token that does not describe the upload: its parts' CRC where the
+	// server lists part checksums, its digest (over the part ETags) where
+	// it lists none.
 	wrong := good
+	wrong.Parts.CRC ^= 1
+	if _, err := c.Commit(context.Background(), wrong); !errors.Is(err, recoverable.ErrPartsChanged) {
+		t.Fatalf("CRC: want ErrPartsChanged, got %v", err)
+	}
+	wrong = writeWith(t, e.client, e.bucket, "out/valid-nocs", payload(9, 10), 0, recoverable.Options{DisableChecksums: true})
 	wrong.Parts.Digest[0] ^= 1
 	if _, err := c.Commit(context.Background(), wrong); !errors.Is(err, recoverable.ErrPartsChanged) {
-		t.Fatalf("want ErrPartsChanged, got %v", err)
+		t.Fatalf("digest: want ErrPartsChanged, got %v", err)
 	}
 	if _, err := committer.New(nil, committer.Options{}); !errors.Is(err, recoverable.ErrInvalidOptions) {
 		t.Fatalf("nil client: %v", err)

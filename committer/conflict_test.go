@@ -3,6 +3,7 @@ package committer_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -127,7 +128,7 @@ func TestConflictThatDiscardsTheUpload(t *testing.T) {
 				fake := s3mem.New(s3mem.Options{})
 				client, cr, _ := memFile(t, fake, "out/discarded")
 				f := &conflictFirst{S3: client, code: code, n: 1, discard: true}
-				c, err := committer.New(f, committer.Options{CompleteTimeout: 10 * time.Minute})
+				c, err := committer.New(f, committer.Options{CompleteTimeout: 10 * time.Minute, Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
 					t.Fatal(err)
 				}

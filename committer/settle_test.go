@@ -76,7 +76,7 @@ func TestSettleWaitsForACompletionInFlight(t *testing.T) {
 				client, cr, data := memFile(t, fake, "out/late")
 				completeBehindTheBack(t, client, cr)
 				start := time.Now()
-				c, err := committer.New(lateObject{client, start.Add(late)}, committer.Options{})
+				c, err := committer.New(lateObject{client, start.Add(late)}, committer.Options{Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
 					t.Fatal(err)
 				}
