@@ -55,6 +55,11 @@
 // commit under the four fates at every release, order Alternate. The 409
 // schedules run in TestExploreConflictOnComplete (see its note).
 //
+// Measured on 2 shared cores under heavy load: the quick bound's 69
+// schedules took 61 s of CPU with -race; the wide bound explored 309 + 113
+// schedules in 3 min 22 s without -race, 144 of them recovering in a later
+// attempt, none with a violation.
+//
 // Not explored yet: more than one fault per schedule, orderings beyond the
 // three policies (a preemption bound), two files, the runner model's
 // rollback, duplicate bundles and dropped finalization callbacks; of the
