@@ -24,7 +24,7 @@ func lateReupload(t *testing.T, o recoverable.Options) (recoverable.ResumeRecove
 	const ps = streamtest.PartSize
 	ctx := context.Background()
 	fc := s3fault.New(server.Client(s3test.ClientOptions{MaxAttempts: 1}))
-	fc.RandomPartETags()
+	fc.RandomETags()
 	hook, arm := once(s3fault.Late)
 	fc.On(s3fault.UploadPart, hook)
 	bucket := server.Bucket(t)
@@ -106,6 +106,10 @@ func TestLateReuploadRecovers(t *testing.T) {
 	c, err := committer.New(fc, committer.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The committer sees what it would on SSE-KMS: ETags that are not MD5s.
+	if pf, err := c.Preflight(ctx, rr.Bucket, rr.StagingPrefix); err != nil || pf.ETagsAreMD5 {
+		t.Fatalf("preflight through random ETags: %+v, %v; want ETags found not to be MD5s", pf, err)
 	}
 	if _, err := c.CommitAfterRecovery(ctx, cr); err != nil {
 		t.Fatalf("commit: %v", err)

@@ -23,10 +23,10 @@
 //     test calls ApplyLate: a stalled request that lands after its caller gave
 //     up, retried, and moved on.
 //
-// RandomPartETags makes the wrapper behave like a bucket whose parts are
-// encrypted with SSE-KMS: every part upload the server carries out gets a
-// fresh random ETag, even for bytes it saw before, so an ETag names one
-// upload of a part, not its content.
+// RandomETags makes the wrapper answer like a bucket encrypted with SSE-KMS:
+// every part upload and object write the server carries out gets a fresh
+// random ETag, even for bytes it saw before, so an ETag names one write, not
+// its content.
 package s3fault
 
 import (
@@ -204,7 +204,7 @@ type Client struct {
 	count map[Op]int
 	log   []Call
 	late  []func(context.Context) error // held requests, in the order they were made
-	etags map[partID]partETag           // set by RandomPartETags
+	etags map[partID]partETag           // set by RandomETags
 }
 
 // New wraps inner. With no hooks, every call goes through untouched. A nil
@@ -447,14 +447,14 @@ func (c *Client) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...f
 	if in == nil {
 		in = &s3.PutObjectInput{}
 	}
-	return do(ctx, c, PutObject, in, in.Bucket, in.Key, c.inner.PutObject, opts, nil)
+	return do(ctx, c, PutObject, in, in.Bucket, in.Key, c.putObject, opts, nil)
 }
 
 func (c *Client) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	if in == nil {
 		in = &s3.GetObjectInput{}
 	}
-	return do(ctx, c, GetObject, in, in.Bucket, in.Key, c.inner.GetObject, opts, func(o *s3.GetObjectOutput) {
+	return do(ctx, c, GetObject, in, in.Bucket, in.Key, c.getObject, opts, func(o *s3.GetObjectOutput) {
 		if o != nil && o.Body != nil {
 			_ = o.Body.Close()
 		}
@@ -465,7 +465,7 @@ func (c *Client) HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ..
 	if in == nil {
 		in = &s3.HeadObjectInput{}
 	}
-	return do(ctx, c, HeadObject, in, in.Bucket, in.Key, c.inner.HeadObject, opts, nil)
+	return do(ctx, c, HeadObject, in, in.Bucket, in.Key, c.headObject, opts, nil)
 }
 
 func (c *Client) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
@@ -486,7 +486,7 @@ func (c *Client) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o
 	if in == nil {
 		in = &s3.ListObjectsV2Input{}
 	}
-	return do(ctx, c, ListObjectsV2, in, in.Bucket, nil, c.inner.ListObjectsV2, opts, nil)
+	return do(ctx, c, ListObjectsV2, in, in.Bucket, nil, c.listObjectsV2, opts, nil)
 }
 
 func (c *Client) GetBucketLifecycleConfiguration(ctx context.Context, in *s3.GetBucketLifecycleConfigurationInput, opts ...func(*s3.Options)) (*s3.GetBucketLifecycleConfigurationOutput, error) {

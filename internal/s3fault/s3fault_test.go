@@ -3,6 +3,8 @@ package s3fault_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -238,15 +240,15 @@ func TestLate(t *testing.T) {
 	}
 }
 
-// RandomPartETags: uploading a part's bytes again gives it another ETag;
+// RandomETags: uploading a part's bytes again gives it another ETag;
 // ListParts shows the latest; completion takes only the latest.
-func TestRandomPartETags(t *testing.T) {
+func TestRandomETags(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	real := srv.Client(s3test.ClientOptions{})
 	b := srv.Bucket(t)
 	ctx := context.Background()
 	f := s3fault.New(real)
-	f.RandomPartETags()
+	f.RandomETags()
 	key := aws.String("obj")
 	up, err := f.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b, Key: key})
 	if err != nil {
@@ -286,4 +288,53 @@ func TestRandomPartETags(t *testing.T) {
 	if got := s3test.Object(t, real, b, "obj"); string(got) != "same bytes" {
 		t.Fatalf("object holds %q", got)
 	}
+
+	// Objects: the same bytes written twice get two ETags, neither the MD5;
+	// HEAD, GET and listings show the latest, and If-Match takes only it.
+	put := func() string {
+		t.Helper()
+		out, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("plain"), Body: strings.NewReader("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.ETag)
+	}
+	old, latest := put(), put()
+	sum := md5.Sum([]byte("x"))
+	if old == latest || strings.Trim(latest, `"`) == hex.EncodeToString(sum[:]) {
+		t.Fatalf("object ETags %s then %s: want two, neither the MD5", old, latest)
+	}
+	head, err := f.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("plain"), IfMatch: aws.String(latest)})
+	if err != nil || aws.ToString(head.ETag) != latest {
+		t.Fatalf("HEAD If-Match the latest ETag: %v, ETag %s; want %s", err, aws.ToString(head.ETag), latest)
+	}
+	if _, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("plain"), IfMatch: aws.String(old)}); recoverable.StatusCode(err) != 412 {
+		t.Fatalf("GET If-Match a superseded ETag: %v, want 412", err)
+	}
+	get, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("plain"), IfMatch: aws.String(latest)})
+	if err != nil {
+		t.Fatalf("GET If-Match the latest ETag: %v", err)
+	}
+	get.Body.Close()
+	if aws.ToString(get.ETag) != latest {
+		t.Fatalf("GET shows ETag %s, want %s", aws.ToString(get.ETag), latest)
+	}
+	list, err := f.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &b, Prefix: aws.String("plain")})
+	if err != nil || len(list.Contents) != 1 || aws.ToString(list.Contents[0].ETag) != latest {
+		t.Fatalf("listing %v, %+v; want one object with ETag %s", err, list, latest)
+	}
+	head, err = f.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b, Key: aws.String("obj")})
+	if err != nil || strings.Trim(aws.ToString(head.ETag), `"`) == strings.Trim(aws.ToString(serverETag(t, real, b, "obj")), `"`) {
+		t.Fatalf("completed object shows the server's ETag (%v)", err)
+	}
+}
+
+// serverETag returns the server's own ETag of an object.
+func serverETag(t *testing.T, c *s3.Client, bucket, key string) *string {
+	t.Helper()
+	out, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.ETag
 }
