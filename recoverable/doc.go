@@ -73,8 +73,10 @@
 // uploaded again with the same bytes cannot be told from one overwritten with
 // other bytes; Recover and commit then refuse the token with ErrPartsChanged.
 // That is loud, never a wrong file, but it turns a routine re-upload into a
-// rewrite of the file from the source. The committer package tells whether a
-// bucket's ETags are MD5s, so a preflight can refuse the combination.
+// rewrite of the file from the source. The committer's preflight tells
+// whether a bucket's ETags are MD5s (committer.PreflightResult.ETagsAreMD5),
+// so a preflight can refuse the combination; the Writer itself cannot see
+// the bucket's encryption.
 //
 // # Content identity
 //

@@ -14,17 +14,20 @@ import (
 )
 
 // lateReupload plays a stalled part upload that lands late, on a bucket whose
-// part ETags change with every upload (SSE-KMS): the stream breaks on part 2;
-// the process dies; a new one recovers from the token before part 2, uploads
-// part 2 again (same bytes), persists and dies; then the stalled upload of
-// part 2 lands, giving the part a third ETag. It returns the token taken after
-// the re-upload, the client and the file's bytes.
-func lateReupload(t *testing.T, o recoverable.Options) (recoverable.ResumeRecoverable, *s3fault.Client, []byte) {
+// ETags change with every upload (SSE-KMS) when randomETags is set: the stream
+// breaks on part 2; the process dies; a new one recovers from the token before
+// part 2, uploads part 2 again (same bytes), persists and dies; then the
+// stalled upload of part 2 lands, giving the part a third ETag under SSE-KMS.
+// It returns the token taken after the re-upload, the client and the file's
+// bytes.
+func lateReupload(t *testing.T, o recoverable.Options, randomETags bool) (recoverable.ResumeRecoverable, *s3fault.Client, []byte) {
 	t.Helper()
 	const ps = streamtest.PartSize
 	ctx := context.Background()
 	fc := s3fault.New(server.Client(s3test.ClientOptions{MaxAttempts: 1}))
-	fc.RandomETags()
+	if randomETags {
+		fc.RandomETags()
+	}
 	hook, arm := once(s3fault.Late)
 	fc.On(s3fault.UploadPart, hook)
 	bucket := server.Bucket(t)
@@ -87,7 +90,7 @@ func lateReupload(t *testing.T, o recoverable.Options) (recoverable.ResumeRecove
 // commits the file byte-exact.
 func TestLateReuploadRecovers(t *testing.T) {
 	ctx := context.Background()
-	rr, fc, data := lateReupload(t, recoverable.Options{})
+	rr, fc, data := lateReupload(t, recoverable.Options{}, true)
 	w, err := recoverable.NewWriter(fc, recoverable.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +129,7 @@ func TestLateReuploadRecovers(t *testing.T) {
 // refuses it loudly, with a typed ErrPartsChanged, and never goes on with
 // bytes it cannot vouch for.
 func TestLateReuploadWithoutChecksums(t *testing.T) {
-	rr, fc, _ := lateReupload(t, recoverable.Options{DisableChecksums: true})
+	rr, fc, _ := lateReupload(t, recoverable.Options{DisableChecksums: true}, true)
 	w, err := recoverable.NewWriter(fc, recoverable.Options{DisableChecksums: true})
 	if err != nil {
 		t.Fatal(err)
@@ -135,5 +138,31 @@ func TestLateReuploadWithoutChecksums(t *testing.T) {
 	var e *recoverable.Error
 	if !errors.Is(err, recoverable.ErrPartsChanged) || !errors.As(err, &e) || e.UploadID != rr.UploadID {
 		t.Fatalf("Recover without part checksums after a re-upload: %v, want a typed ErrPartsChanged", err)
+	}
+}
+
+// TestLateReuploadWithoutChecksumsMD5: without checksums on a bucket whose
+// ETags are MD5s, the ETags recognise a part uploaded again with the same
+// bytes, and the token recovers.
+func TestLateReuploadWithoutChecksumsMD5(t *testing.T) {
+	ctx := context.Background()
+	rr, fc, data := lateReupload(t, recoverable.Options{DisableChecksums: true}, false)
+	w, err := recoverable.NewWriter(fc, recoverable.Options{DisableChecksums: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := w.RecoverForCommit(ctx, rr)
+	if err != nil {
+		t.Fatalf("RecoverForCommit: %v", err)
+	}
+	c, err := committer.New(fc, committer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CommitAfterRecovery(ctx, cr); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if got := s3test.Object(t, fc, rr.Bucket, rr.Key); !bytes.Equal(got, data[:rr.Size()]) {
+		t.Fatalf("object has %d bytes, want %d, or differs", len(got), rr.Size())
 	}
 }
