@@ -66,7 +66,15 @@
 // per-part checksums in the token would grow it with the file (against the
 // token's size bound) and prove nothing the chained CRC does not. The ETag
 // digest stays in the token, written as before, for servers that list no
-// part checksums: there, and only there, it stands for the bytes.
+// part checksums: there, and only there, it stands for the bytes. Tokens
+// written before this rule recover under it unchanged.
+//
+// What is given up: on a bucket whose ETags are MD5s, the ETag digest also
+// resisted deliberate forgery, which a CRC does not (it is affine, so anyone
+// who can write parts into the upload can craft other bytes with the same
+// CRC). Such a writer can write the output key directly as well; judging a
+// finished object against forgery is the committer's business (its ETag
+// check where ETags are MD5s), not the part check's.
 //
 // The combination to avoid: Options.DisableChecksums on a bucket whose ETags
 // are not MD5s (SSE-KMS, SSE-C). With no part checksums to compare, a part
