@@ -13,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/recoverable"
 )
 
 // fakeFinalizer keeps a bundle's finalization callbacks, as a runner does
@@ -91,6 +94,31 @@ type runner struct {
 	bundles, checkpoints, crashes int
 
 	cm *committer.Committer // shared by the runner's DoFns, as on a worker
+
+	mctx context.Context // carries the Beam metrics of the runner's bundles
+}
+
+// context returns the context the runner's bundles run in, with a Beam
+// metrics store (see counter).
+func (r *runner) context() context.Context {
+	if r.mctx == nil {
+		r.mctx = metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "simulated"), "WriteFiles")
+	}
+	return r.mctx
+}
+
+// counter is the s3once counter name's value over the runner's bundles.
+func (r *runner) counter(name string) int64 {
+	var n int64
+	err := metrics.Extractor{SumInt64: func(l metrics.Labels, v int64) {
+		if l.Namespace() == "s3once" && l.Name() == name {
+			n += v
+		}
+	}}.ExtractFrom(metrics.GetStore(r.context()))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n
 }
 
 // committer returns the committer the runner's DoFns share, over api.
@@ -141,7 +169,7 @@ func (r *runner) run(b batch) []pendingFile {
 // checkpoint's residual that the runner restores).
 func (r *runner) runFrom(b batch, rest restriction) []pendingFile {
 	t := r.t
-	ctx := context.Background()
+	ctx := r.context()
 	var out []pendingFile
 	for {
 		r.bundles++
@@ -566,4 +594,201 @@ func TestCheckpointInterval(t *testing.T) {
 		}
 	}
 	checkClean(t, c, bucket)
+}
+
+// TestWriterRollback restores older checkpoints after the files their tokens
+// name were committed, as a runner that rolls back to its last completed
+// checkpoint and replays from there does (Flink): the writer cannot recover
+// those files (their uploads are completed and gone), so it writes each one
+// again from its first record under a new upload; the commit stage finds the
+// file already committed, and the output stays that of an uninterrupted run.
+func TestWriterRollback(t *testing.T) {
+	for _, codec := range []string{"none", "gzip"} {
+		t.Run(codec, func(t *testing.T) {
+			bucket := srv.Bucket(t)
+			c := testClient()
+			b := randomBatch(17, 900, 60)
+			cfg := func(prefix string) settings {
+				cf := testConfig(bucket, prefix)
+				cf.Compression = codec
+				cf.MaxFileBytes = 8 << 10
+				cf.CheckpointBytes = 1 << 10
+				cf.InlineTailMax = 256 // some tails inline, most in side objects
+				st, err := cf.settings()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0))}
+			ref.commitAll(ref.run(b))
+			refObjs := relative(t, c, bucket, "ref")
+
+			r := &runner{t: t, s: cfg("out"), client: c, rng: rand.New(rand.NewPCG(4, 4)),
+				checkpointP: 0.5, finalizeP: 0.5}
+			r.commitAll(r.run(b))
+			checkpoints := slices.Clone(r.residuals)
+			restored := 0
+			for i, res := range checkpoints {
+				if res.Token == nil {
+					continue
+				}
+				restored++
+				before := r.counter("files_rewritten")
+				r.commitAll(r.runFrom(b, res))
+				if n := r.counter("files_rewritten") - before; n != 1 {
+					t.Fatalf("restoring checkpoint %d (%v): %d files rewritten; want 1", i, res, n)
+				}
+				objs := relative(t, c, bucket, "out")
+				if len(objs) != len(refObjs) {
+					t.Fatalf("after restoring checkpoint %d: %d files, the reference has %d", i, len(objs), len(refObjs))
+				}
+				for k, v := range refObjs {
+					if !bytes.Equal(objs[k], v) {
+						t.Fatalf("after restoring checkpoint %d: %s differs from the uninterrupted run", i, k)
+					}
+				}
+			}
+			if restored < 3 {
+				t.Fatalf("%d checkpoints with an open file restored; want several", restored)
+			}
+			t.Logf("%d checkpoints restored, %d files, %d records written again", restored, len(refObjs), r.counter("records_rewritten"))
+			sweep(t, c, bucket)
+			checkClean(t, c, bucket)
+		})
+	}
+}
+
+// TestWriterRewritesLostArtifacts restores a checkpoint whose upload is still
+// open but whose tail or upload is gone or altered: the writer writes the
+// file again. A transient failure of the same calls is no reason to: the
+// bundle fails and the runner retries it.
+func TestWriterRewritesLostArtifacts(t *testing.T) {
+	for _, tc := range []string{"side object deleted", "side object altered", "upload aborted", "transient"} {
+		t.Run(tc, func(t *testing.T) {
+			bucket := srv.Bucket(t)
+			c := testClient()
+			b := randomBatch(23, 300, 60)
+			cfg := func(prefix string) settings {
+				cf := testConfig(bucket, prefix)
+				cf.MaxFileBytes = 64 << 10 // one file
+				cf.CheckpointBytes = 1 << 10
+				cf.InlineTailMax = 16 // tails in side objects
+				st, err := cf.settings()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(1, 1))}
+			ref.commitAll(ref.run(b))
+			want := relative(t, c, bucket, "ref")
+			if len(want) != 1 {
+				t.Fatalf("%d files; want 1", len(want))
+			}
+
+			// Take one checkpoint, then stop: the file stays open.
+			r := &runner{t: t, s: cfg("out"), client: c, rng: rand.New(rand.NewPCG(2, 2)), checkpointP: 1, plain: true}
+			first := r.firstCheckpoint(b)
+			rr, err := coder.DecodeResume(first.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rr.Tail.Object == "" {
+				t.Fatal("the checkpoint's tail is not in a side object")
+			}
+			ctx := context.Background()
+			switch tc {
+			case "side object deleted":
+				_, err = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(rr.Tail.Object)})
+			case "side object altered":
+				_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(rr.Tail.Object),
+					Body: bytes.NewReader(bytes.Repeat([]byte("x"), int(rr.Tail.Len)))})
+			case "upload aborted":
+				_, err = c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(rr.Key), UploadId: aws.String(rr.UploadID)})
+			case "transient":
+				fc := s3fault.New(c)
+				fc.On(s3fault.GetObject, s3fault.Always(s3fault.SlowDown))
+				fc.On(s3fault.ListParts, s3fault.Always(s3fault.SlowDown))
+				r.api = fc
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.checkpointP = 0
+			if tc == "transient" {
+				err := r.tryFrom(b, first)
+				if err == nil || mustRewrite(err) {
+					t.Fatalf("a transient failure: %v; want the bundle to fail without a rewrite", err)
+				}
+				if n := r.counter("files_rewritten"); n != 0 {
+					t.Fatalf("%d files rewritten after a transient failure", n)
+				}
+				r.api = nil // the runner retries the bundle once S3 answers again
+			}
+			r.commitAll(r.runFrom(b, first))
+			wantRewrites := int64(1)
+			if tc == "transient" {
+				wantRewrites = 0
+			}
+			if n := r.counter("files_rewritten"); n != wantRewrites {
+				t.Fatalf("%d files rewritten; want %d", n, wantRewrites)
+			}
+			got := relative(t, c, bucket, "out")
+			for k, v := range want {
+				if !bytes.Equal(got[k], v) {
+					t.Fatalf("%s differs from the uninterrupted run", k)
+				}
+			}
+			sweep(t, c, bucket)
+			checkClean(t, c, bucket)
+		})
+	}
+}
+
+// firstCheckpoint runs b until the writer's first checkpoint and returns its
+// residual; the bundle's outputs are dropped.
+func (r *runner) firstCheckpoint(b batch) restriction {
+	r.t.Helper()
+	fn := &writeFilesFn{S: r.s}
+	if err := fn.init(r.client); err != nil {
+		r.t.Fatal(err)
+	}
+	fn.checkpointAt = func(int64) bool { return true }
+	rt := fn.CreateTracker(fn.CreateInitialRestriction(b))
+	pc, err := fn.ProcessElement(r.context(), rt, b, func(pendingFile) {})
+	if err != nil || !pc.ShouldResume() {
+		r.t.Fatalf("first bundle: %v, resume %v", err, pc.ShouldResume())
+	}
+	_, res, err := rt.TrySplit(0)
+	if err != nil || res == nil {
+		r.t.Fatalf("checkpoint split: %v, %v", res, err)
+	}
+	return r.roundTripRestriction(res.(restriction))
+}
+
+// tryFrom runs one bundle of b from rest over r.api and returns its error.
+func (r *runner) tryFrom(b batch, rest restriction) error {
+	fn := &writeFilesFn{S: r.s}
+	fn.committer = r.committer(r.client)
+	if err := fn.init(r.api); err != nil {
+		r.t.Fatal(err)
+	}
+	_, err := fn.ProcessElement(r.context(), fn.CreateTracker(rest), b, func(pendingFile) {})
+	return err
+}
+
+// TestMustRewrite checks which recovery failures make the writer write a
+// file again.
+func TestMustRewrite(t *testing.T) {
+	for _, err := range []error{recoverable.ErrNoSuchUpload, recoverable.ErrSideObjectMissing, recoverable.ErrTailCorrupt, recoverable.ErrPartsChanged} {
+		if wrapped := fmt.Errorf("s3once sink: recover: %w", err); !mustRewrite(wrapped) {
+			t.Errorf("mustRewrite(%v) = false", wrapped)
+		}
+	}
+	for _, err := range []error{nil, recoverable.ErrCallTimeout, recoverable.ErrInvalidToken, recoverable.ErrForeignStaging, context.DeadlineExceeded, context.Canceled, s3fault.FaultError(s3fault.ListParts, s3fault.SlowDown)} {
+		if mustRewrite(err) {
+			t.Errorf("mustRewrite(%v) = true", err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -165,7 +166,16 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 		index: rest.FileIndex, records: rest.FileRecords, bytes: rest.FileBytes}
 	defer w.dispose()
 	if rest.Token != nil {
-		if err := w.recover(rest.Token); err != nil {
+		err := w.recover(rest.Token)
+		if mustRewrite(err) {
+			// The upload or the tail the token names is gone or altered:
+			// the commit stage committed the file after the checkpoint the
+			// runner restored, or it was swept. Write the file again.
+			log.Warnf(ctx, "s3once sink: %v; writing the file again from its first record (a committed file with the same bytes stays as it is)", err)
+			metricRewrites.Inc(ctx, 1)
+			err = w.rewrite(rest)
+		}
+		if err != nil {
 			return sdf.StopProcessing(), err
 		}
 	}
@@ -321,6 +331,47 @@ func (w *fileWriter) recover(token []byte) error {
 	return nil
 }
 
+// mustRewrite tells whether a failed recovery calls for writing the file
+// again: the token's upload is gone, or its parts or tail are missing or
+// altered. Transient failures (network, throttling, timeouts) do not: the
+// runner retries the bundle.
+func mustRewrite(err error) bool {
+	return errors.Is(err, recoverable.ErrNoSuchUpload) ||
+		errors.Is(err, recoverable.ErrSideObjectMissing) ||
+		errors.Is(err, recoverable.ErrTailCorrupt) ||
+		errors.Is(err, recoverable.ErrPartsChanged)
+}
+
+// rewrite writes the records the file of rest held at its checkpoint again,
+// from its first (rest.Start - rest.FileRecords), as a new upload, with the
+// same sync points: the file's bytes up to the checkpoint are the same as
+// before, and writing goes on from rest.Start as after a recovery.
+func (w *fileWriter) rewrite(rest restriction) error {
+	first := rest.Start - rest.FileRecords
+	if first < 0 {
+		return w.fail("rewrite", fmt.Errorf("the restriction %v starts its file before the batch", rest))
+	}
+	syncEvery := w.fn.S.syncBytes()
+	for i := first; i < rest.Start; i++ {
+		if w.full(w.b.Lines[i]) {
+			return w.fail("rewrite", fmt.Errorf("the restriction %v does not match the batch: the file rolls at record %d", rest, i))
+		}
+		if err := w.write(w.b.Lines[i]); err != nil {
+			return err
+		}
+		if w.seg >= syncEvery {
+			if err := w.endMember(); err != nil {
+				return err
+			}
+		}
+	}
+	if w.records != rest.FileRecords || w.bytes != rest.FileBytes || w.member != nil {
+		return w.fail("rewrite", fmt.Errorf("the restriction %v does not match the batch: %d records and %d bytes rewritten, sync point %v", rest, w.records, w.bytes, w.member == nil))
+	}
+	metricRewrittenRecords.Inc(w.ctx, w.records)
+	return nil
+}
+
 func (w *fileWriter) beginMember() error {
 	if r, ok := w.fn.comp.(interface{ Reset(io.Writer) }); ok {
 		r.Reset(w.stream)
@@ -404,6 +455,13 @@ func (w *fileWriter) close() error {
 	w.records, w.bytes, w.seg = 0, 0, 0
 	return nil
 }
+
+// Counters of files written again after a failed recovery (see
+// fileWriter.rewrite), and of the records written again for them.
+var (
+	metricRewrites         = beam.NewCounter("s3once", "files_rewritten")
+	metricRewrittenRecords = beam.NewCounter("s3once", "records_rewritten")
+)
 
 // Counts of finalization callbacks, in this process: registered, and run.
 // Tests compare them (prism runs the workers in the test's process).
