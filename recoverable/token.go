@@ -14,9 +14,12 @@ import (
 // Instead of every part's ETag (which makes a token grow with the file), a token
 // keeps the part count, the bytes they hold, a digest chained over every part's
 // (number, size, ETag) and the CRC64NVME of their concatenated bytes.
-// Recover and commit list the upload's parts (ListParts) and recompute the digest
-// over parts 1..Count; any difference (a part missing, resized, or overwritten with
-// other bytes by a zombie writer) is detected before a byte is trusted.
+// Recover and commit list the upload's parts (ListParts) and check parts 1..Count
+// against it before a byte is trusted: where the server lists every part's
+// CRC64NVME, by their count, total size and chained CRC (ETags are not content:
+// under SSE-KMS a re-upload of the same bytes gets a new one); where it lists no
+// part checksums, by the digest. Either way a part that is missing, resized or
+// overwritten with other bytes by a zombie writer is detected (see VerifyParts).
 type PartList struct {
 	// Count is the number of parts, numbered 1..Count.
 	Count int
@@ -92,7 +95,9 @@ type ResumeRecoverable struct {
 	PartSize int64
 	// StagingPrefix is the prefix under which the upload's side objects live.
 	StagingPrefix string
-	// Seq is the persist sequence number that made this token (1 for the first).
+	// Seq is the persist sequence number that made this token. Every Persist
+	// attempt takes the next number, failed ones included, so numbers grow but
+	// may skip.
 	Seq   uint64
 	Parts PartList
 	Tail  Tail
