@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -22,17 +23,29 @@ type object struct {
 	modified time.Time
 }
 
-// deleteSideObjects deletes every side object of the token's upload. A token
-// without a staging prefix has none to delete.
+// deleteSideObjects deletes the side objects of the token's upload. The token
+// is untrusted: only keys under the committer's own staging prefix, in the
+// upload's folder and named as side objects are (ownkeys.IsSideObjectOf),
+// are deleted. A token that names another staging prefix gets an error
+// wrapping recoverable.ErrForeignStaging and nothing is deleted: its side
+// objects (of tokens taken before a change of StagingPrefix, say) are left
+// to a sweep of that prefix. A token without a staging prefix has none.
 func (c *Committer) deleteSideObjects(ctx context.Context, cr recoverable.CommitRecoverable) (int, error) {
 	if cr.StagingPrefix == "" {
 		return 0, nil
 	}
-	prefix := recoverable.SideObjectPrefix(cr.StagingPrefix, cr.UploadID)
+	staging := c.opts.StagingPrefix
+	if !ownkeys.SameFolder(cr.StagingPrefix, staging) {
+		return 0, fmt.Errorf("%w: %q, the committer's is %q; nothing was deleted (a sweep with --staging-prefix %q removes side objects of tokens taken before a change)",
+			recoverable.ErrForeignStaging, cr.StagingPrefix, staging, cr.StagingPrefix)
+	}
+	prefix := ownkeys.SideObjectPrefix(staging, cr.UploadID)
 	var keys []string
 	err := c.listObjects(ctx, cr.Bucket, prefix, func(page []object) error {
 		for _, o := range page {
-			keys = append(keys, o.key)
+			if ownkeys.IsSideObjectOf(staging, cr.UploadID, o.key) {
+				keys = append(keys, o.key)
+			}
 		}
 		return nil
 	})

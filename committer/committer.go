@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/s3once/s3once/recoverable"
@@ -85,18 +84,6 @@ func (c *Committer) ensurePreflight(ctx context.Context, bucket, staging string)
 // it by CleanupTimeout.
 func (c *Committer) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.CleanupTimeout)
-}
-
-// stagingKey joins a staging prefix and a name the way the recoverable package
-// joins side-object keys; an empty prefix means recoverable's default.
-func stagingKey(prefix, name string) string {
-	if prefix == "" {
-		prefix = recoverable.DefaultStagingPrefix
-	}
-	if strings.HasSuffix(prefix, "/") {
-		return prefix + name
-	}
-	return prefix + "/" + name
 }
 
 func randomName() string {

@@ -80,6 +80,12 @@ type Options struct {
 	// SweepConcurrency is how many uploads a sweep inspects and aborts at
 	// once. Default 8.
 	SweepConcurrency int
+	// StagingPrefix is the folder of the writers' side objects and probes,
+	// as given to recoverable.Options.StagingPrefix; default
+	// recoverable.DefaultStagingPrefix. After a commit the committer deletes
+	// side objects only under it (never under the staging prefix a token
+	// names), and its preflight probe is written there.
+	StagingPrefix string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -129,6 +135,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SweepConcurrency < 1 || o.SweepConcurrency > 256 {
 		problems = append(problems, fmt.Sprintf("SweepConcurrency %d must be in [1, 256]", o.SweepConcurrency))
+	}
+	if o.StagingPrefix == "" {
+		o.StagingPrefix = recoverable.DefaultStagingPrefix
+	}
+	if strings.HasPrefix(o.StagingPrefix, "/") {
+		problems = append(problems, fmt.Sprintf("StagingPrefix %q must not start with '/'", o.StagingPrefix))
 	}
 	if len(problems) > 0 {
 		return o, fmt.Errorf("%w: %s", recoverable.ErrInvalidOptions, strings.Join(problems, "; "))

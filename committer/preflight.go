@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -38,7 +39,7 @@ type PreflightResult struct {
 }
 
 // Preflight tells whether the server honours If-None-Match: it writes a small
-// probe object under stagingPrefix (recoverable.DefaultStagingPrefix when
+// probe object under stagingPrefix (Options.StagingPrefix when
 // empty) with If-None-Match: *, writes it again the same way, and expects the
 // second write to be refused (412 Precondition Failed). The probe is deleted
 // afterwards.
@@ -55,7 +56,10 @@ type PreflightResult struct {
 func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string) (result PreflightResult, err error) {
 	// Flat, not in a folder of its own: file-backed servers remove an emptied
 	// folder, which races with a concurrent probe writing into it.
-	key := stagingKey(stagingPrefix, "preflight-"+randomName())
+	if stagingPrefix == "" {
+		stagingPrefix = c.opts.StagingPrefix
+	}
+	key := ownkeys.ConditionalProbeKey(stagingPrefix, randomName())
 	res := PreflightResult{ProbeKey: key}
 	if bucket == "" {
 		return res, fmt.Errorf("s3once preflight: %w: empty bucket", recoverable.ErrInvalidOptions)

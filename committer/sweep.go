@@ -12,6 +12,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -345,7 +346,7 @@ func (c *Committer) serverNow(ctx context.Context, bucket, staging string) (time
 	if t, ok := awsmiddleware.GetServerTime(out.ResultMetadata); ok && !t.IsZero() {
 		return t, nil
 	}
-	key := stagingKey(staging, "clock/"+randomName())
+	key := ownkeys.ClockProbeKey(staging, randomName())
 	if _, err := call(ctx, c, "put clock probe", func(ctx context.Context) (*s3.PutObjectOutput, error) {
 		return c.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("s3once clock probe; safe to delete\n")})
 	}); err != nil {
