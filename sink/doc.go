@@ -72,17 +72,60 @@
 //
 // # Commit: the fast path and the guarantee
 //
-// Each closed file is committed twice over. The writer registers a
-// bundle-finalization callback that commits it as soon as the runner has made
-// the bundle's output durable (the fast path: prism and Dataflow call these).
-// And the writer emits the file's commit token to the commit stage, which
-// commits it again, idempotently (the guarantee: it runs on every runner and
-// after every retry). Whichever comes first completes the upload; the other
-// finds the object in place with the expected size and checksum and only
-// verifies it (the "commits_already_done" metric). The callback never
-// reports a failure, it logs it: the commit stage will commit the file.
-// Beam Go v2.77 loses the callbacks of a re-used execution plan after its
-// first finalization, which is one reason the commit stage is the guarantee.
+// Every closed file's commit token goes to the commit stage, which commits
+// it, idempotently (the guarantee: it runs on every runner and after every
+// retry). Config.FinalizeCommit decides whether the writer also commits each
+// file in a bundle-finalization callback, as soon as the runner has made the
+// bundle's output durable (the fast path). Two writer DoFns lie behind it:
+// one whose ProcessElement takes a beam.BundleFinalization, which makes the
+// runner finalize its bundles, and one that does not. Whichever commit comes
+// first completes the upload; the other finds the object in place with the
+// expected size and checksum and only verifies it (the
+// "commits_already_done" metric). A callback never reports a failure, it
+// logs it: the commit stage will commit the file.
+//
+// FinalizeAuto, the default, finalizes only when the pipeline's --runner flag
+// names Dataflow, which finalizes a bundle only when the worker asks for it.
+// Elsewhere the fast path costs more than it gives, with Beam Go v2.77:
+//
+//   - The SDK harness runs the callbacks of a plan's first finalized bundle
+//     only: Plan.Finalize gives the plan a new finalizer while its DoFns keep
+//     the old one, so later callbacks are never run and stay reachable as
+//     long as the plan. The finalizing writer therefore registers callbacks
+//     only until one of its own has run (one DoFn instance per plan); after
+//     that, the commit stage alone commits that instance's files.
+//   - Prism, the embedded runner, sends a finalization request after every
+//     bundle of a stage that asks for finalization, and the harness logs an
+//     ERROR line ("couldn't find plan in finalizing map") for each bundle
+//     that registered nothing, or whose plan was finalized before. A good
+//     run would log dozens; on prism, FinalizeAuto uses the writer that does
+//     not ask, and a run logs none.
+//   - Flink and Spark do not run the callbacks at all.
+//   - The harness's finalization handler updates shared tables without the
+//     lock its other handlers take. Builds with the race detector never ask
+//     for finalization, whatever FinalizeCommit says, so that a program's
+//     race-enabled tests do not trip over the SDK.
+//
+// Fewer commits at finalization also means fewer completions of one upload
+// racing each other (the committer handles them, but each costs calls).
+//
+// # Restored checkpoints whose files were committed
+//
+// A runner that recovers by restoring its last completed checkpoint and
+// replaying from there (Flink does) can hand the writer a residual whose
+// token names an upload that the commit stage has completed since, or
+// whose side object the commit's clean-up removed. When recovering a
+// token fails because its upload or tail is gone or altered
+// (recoverable.ErrNoSuchUpload, ErrSideObjectMissing, ErrTailCorrupt,
+// ErrPartsChanged), the writer writes the file again from its first record
+// (the restriction's Start minus FileRecords), under a new upload, with the
+// same sync points, and goes on from there; it logs a warning and counts the
+// file in "files_rewritten". A file's bytes are a function of its records, so
+// the commit then finds the file already committed, or fails with
+// committer.ErrKeyTaken if the bytes differ. Transient failures (network,
+// throttling, timeouts) never cause a rewrite: the bundle fails and the
+// runner retries it. The rewrite costs one file's worth of writing, at most
+// MaxFileBytes.
 //
 // # Sizes and memory
 //
@@ -172,7 +215,10 @@
 // that restored a non-empty tail), files_committed (files the commit stage
 // confirmed), commits_already_done (of those, the ones it found already
 // committed), commit_retries (rounds the commit stage repeated after a
-// transient failure). Counters of failed bundles are dropped by the runner.
+// transient failure), files_rewritten and records_rewritten (files written
+// again from their first record after a restored token could not be
+// recovered, and their records). Counters of failed bundles are dropped by
+// the runner.
 //
 // # Left-overs
 //
