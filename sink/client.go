@@ -27,6 +27,8 @@ type connection struct {
 	PathStyle, DisableChecksums                bool
 	AccessKeyID, SecretAccessKey, SessionToken string
 	MaxAttempts                                int
+	// StagingPrefix is the committer's: it cleans up only under it.
+	StagingPrefix string
 }
 
 type worker struct {
@@ -39,7 +41,7 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 	key := connection{
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle, DisableChecksums: s.DisableChecksums,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts,
+		MaxAttempts: s.MaxAttempts, StagingPrefix: s.StagingPrefix,
 	}
 	workersMu.Lock()
 	defer workersMu.Unlock()
@@ -50,7 +52,7 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm, err := committer.New(client, committer.Options{})
+	cm, err := committer.New(client, committer.Options{StagingPrefix: s.StagingPrefix})
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/recoverable"
 )
 
 // FileResult describes one committed file. Write's output holds one per file
@@ -77,7 +79,7 @@ func (f *commitFn) Setup(ctx context.Context) error {
 // one; tests call it directly.
 func (f *commitFn) init(client committer.S3) error {
 	if f.committer == nil {
-		c, err := committer.New(client, committer.Options{})
+		c, err := committer.New(client, committer.Options{StagingPrefix: f.S.StagingPrefix})
 		if err != nil {
 			return fmt.Errorf("s3once sink: %w", err)
 		}
@@ -87,10 +89,35 @@ func (f *commitFn) init(client committer.S3) error {
 	return nil
 }
 
+// checkOwnToken refuses a commit token that is not this sink's to commit:
+// another bucket, or a key that is not an s3once file name under the sink's
+// Prefix. A token reaches the commit stage from the runner (a checkpoint, a
+// shuffle), so it is checked before any S3 call: a corrupted or hostile one
+// could otherwise complete, or abort, any upload the credentials reach.
+func checkOwnToken(s settings, cr recoverable.CommitRecoverable) error {
+	var why string
+	switch {
+	case cr.Bucket != s.Bucket:
+		why = fmt.Sprintf("the token names bucket %q, the sink writes to %q", cr.Bucket, s.Bucket)
+	case !ownkeys.IsFileName(s.Prefix, cr.Key):
+		why = fmt.Sprintf("the token's key is not an s3once file name under %q", ownkeys.Folder(s.Prefix))
+	default:
+		return nil
+	}
+	return &recoverable.Error{
+		Op: "commit", Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID,
+		Err:  fmt.Errorf("%w: %s", recoverable.ErrInvalidToken, why),
+		Hint: "nothing was touched; the token comes from another job or a damaged checkpoint: restore the job from a checkpoint of this pipeline",
+	}
+}
+
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
 	cr, err := coder.DecodeCommit(p.Commit)
 	if err != nil {
 		return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)
+	}
+	if err := checkOwnToken(f.S, cr); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
 	}
 	for round := 1; ; round++ {
 		res, err := f.committer.CommitAfterRecovery(ctx, cr)

@@ -4,12 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+
+	"github.com/s3once/s3once/internal/ownkeys"
 )
 
 // maxKeyLen is S3's limit on object keys, in bytes.
@@ -47,44 +48,12 @@ func windowTime(t typex.EventTime) string {
 // split into sub-batches has "-batch-<BB>-of-<MM>" after the shard's count. Every part is a function of
 // the file's records, so a retry or a rerun names its files alike.
 func fileKey(s settings, ext string, b *batch, file int) string {
-	var k strings.Builder
-	k.Grow(len(s.Prefix) + len(b.Destination) + len(b.Window) + 64)
-	if s.Prefix != "" {
-		k.WriteString(s.Prefix)
-		k.WriteByte('/')
-	}
-	if b.Destination != "" {
-		k.WriteString(b.Destination)
-		k.WriteByte('/')
-	}
-	k.WriteString(b.Window)
-	k.WriteString("-pane-")
-	k.WriteString(strconv.FormatInt(b.Pane, 10))
-	k.WriteString("-shard-")
-	k.WriteString(pad5(int64(b.Shard)))
-	k.WriteString("-of-")
-	k.WriteString(pad5(int64(b.Shards)))
-	if b.SubBatches > 1 {
-		k.WriteString("-batch-")
-		k.WriteString(pad(int64(b.SubBatch), 2))
-		k.WriteString("-of-")
-		k.WriteString(pad(int64(b.SubBatches), 2))
-	}
-	k.WriteString("-file-")
-	k.WriteString(pad5(int64(file)))
-	k.WriteString(ext)
-	return k.String()
-}
-
-func pad5(n int64) string { return pad(n, 5) }
-
-// pad writes n in decimal, zero-padded to width digits.
-func pad(n int64, width int) string {
-	s := strconv.FormatInt(n, 10)
-	if len(s) >= width {
-		return s
-	}
-	return strings.Repeat("0", width-len(s)) + s
+	// The one definition of the name, which the commit stage and the sweep
+	// recognise (ownkeys.IsFileName).
+	return ownkeys.FileKey(s.Prefix, b.Destination, ownkeys.FileName{
+		Window: b.Window, Pane: b.Pane, Shard: b.Shard, Shards: b.Shards,
+		SubBatch: b.SubBatch, SubBatches: b.SubBatches, File: file, Ext: ext,
+	})
 }
 
 // checkKey refuses a key S3 would refuse, or one inside the staging prefix.
