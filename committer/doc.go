@@ -126,6 +126,17 @@
 // undo the commit; it is reported in Result.Warning, and the sweep removes
 // the leftovers later.
 //
+// Tokens are untrusted input for clean-up. The committer deletes only under
+// its own Options.StagingPrefix, in the token's upload folder, and only keys
+// named as side objects are (internal package ownkeys). A token whose
+// StagingPrefix is another folder still commits, but its side objects are
+// left alone and Result.Warning wraps recoverable.ErrForeignStaging: the
+// commit is what the caller asked for and is verified at the key, while the
+// clean-up is a convenience that must never reach outside the configured
+// folder. Tokens taken before an operator changed StagingPrefix are in that
+// case: their side objects stay under the old prefix until a sweep with the
+// old staging prefix (s3once sweep --staging-prefix OLD) removes them.
+//
 // # Sweep and its cutoff
 //
 // Writers that crash, zombie attempts and abandoned checkpoints leave
