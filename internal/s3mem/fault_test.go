@@ -171,14 +171,14 @@ func TestHangUntilContextDone(t *testing.T) {
 func TestGateConflict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
-		held := map[int]chan struct{}{}
+		held := map[string]chan struct{}{} // by upload ID
 		f := s3mem.New(s3mem.Options{Gate: func(ctx context.Context, c s3mem.Call) (s3mem.Kind, error) {
 			if c.Op != s3mem.CompleteMultipartUpload {
 				return 0, nil
 			}
 			ch := make(chan struct{})
 			mu.Lock()
-			held[c.N] = ch
+			held[c.UploadID] = ch
 			mu.Unlock()
 			select {
 			case <-ch:
@@ -190,9 +190,11 @@ func TestGateConflict(t *testing.T) {
 		bucket := f.Bucket()
 		c := f.NewClient(s3mem.ClientOptions{})
 		errs := make([]error, 2)
+		ids := make([]string, 2)
 		var wg sync.WaitGroup
 		for i := range 2 {
 			m := newMPU(t, c, bucket, "k")
+			ids[i] = m.id
 			m.part(1, []byte{byte('a' + i)})
 			wg.Go(func() {
 				errs[i] = m.complete(func(in *s3.CompleteMultipartUploadInput) { in.IfNoneMatch = aws.String("*") })
@@ -203,11 +205,11 @@ func TestGateConflict(t *testing.T) {
 		if len(held) != 2 {
 			t.Fatalf("%d completions held, want 2", len(held))
 		}
-		first, second := held[1], held[2]
+		a, b := held[ids[0]], held[ids[1]]
 		mu.Unlock()
-		close(second)
+		close(b) // applied first, while a is still in flight: 409
 		synctest.Wait()
-		close(first)
+		close(a)
 		wg.Wait()
 		var conflicts, ok int
 		for _, err := range errs {
@@ -224,7 +226,7 @@ func TestGateConflict(t *testing.T) {
 			t.Fatalf("%d created, %d conflicts (%d counted), want one each", ok, conflicts, f.Conflicts())
 		}
 		if got := s3test.Object(t, c, bucket, "k"); string(got) != "a" {
-			t.Fatalf("object %q, want the first upload's, released last", got)
+			t.Fatalf("object %q, want upload a's, released last", got)
 		}
 	})
 }
