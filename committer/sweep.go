@@ -16,9 +16,15 @@ import (
 	"github.com/s3once/s3once/recoverable"
 )
 
-// shortCutoff is the age below which a sweep warns that its cutoff is unlikely
-// to exceed file lifetime plus checkpoint retention.
-const shortCutoff = time.Hour
+// MinSweepAge is the floor of a sweep's cutoff age: a younger cutoff (a typo
+// of 7m for 7d, say) would destroy uploads and side objects that open files
+// and checkpoints still reference, so it needs SweepOptions.Force.
+const MinSweepAge = time.Hour
+
+// ClockSkewNoise is the clock skew a sweep report treats as none: the Date
+// header has a one-second grain, and some servers refresh it only once a
+// second, so a skew below it says nothing about either clock.
+const ClockSkewNoise = 3 * time.Second
 
 // clockSlack is how far an explicit cutoff may lie past the server's Date:
 // the header has one-second resolution, and some servers (versitygw) refresh
@@ -32,16 +38,19 @@ const maxReportedFailures = 10
 type SweepOptions struct {
 	// Bucket to sweep. Required.
 	Bucket string
-	// Prefix under which multipart uploads are swept: the sink's output
-	// prefix. Required unless WholeBucket is set, because an empty prefix
-	// would also abort other applications' uploads.
+	// Prefix is the sink's output prefix, a folder ("events" is "events/",
+	// never "events-v2/"): uploads under it whose keys are s3once file names
+	// (or preflight probes) are swept, never other tools' uploads. Required
+	// unless WholeBucket is set.
 	Prefix string
 	// WholeBucket allows an empty Prefix: every upload in the bucket is
 	// swept. Only for buckets the sink owns alone.
 	WholeBucket bool
-	// StagingPrefix under which side objects are swept; default
-	// recoverable.DefaultStagingPrefix. Everything under it is taken to be
-	// s3once's.
+	// StagingPrefix is the folder of the side objects and probes; default
+	// recoverable.DefaultStagingPrefix. Only keys s3once writes there (side
+	// objects, probes, and the uploads of preflight probes) are removed. It
+	// must lie apart from Prefix by the rule the sink applies
+	// (ownkeys.CheckStagingApart).
 	StagingPrefix string
 	// OlderThan is the age, by the server's clock, beyond which an upload
 	// (since it was initiated) or a side object (since it was last modified)
@@ -55,6 +64,8 @@ type SweepOptions struct {
 	Cutoff time.Time
 	// DryRun lists and measures what would be removed, and removes nothing.
 	DryRun bool
+	// Force allows a cutoff younger than MinSweepAge.
+	Force bool
 	// Progress, if set, is called with the report so far after each page of
 	// listings; it runs on the sweeping goroutine and must return quickly.
 	Progress func(SweepReport)
@@ -70,6 +81,9 @@ type SweepCounts struct {
 	Removed int
 	// Kept were younger than the cutoff, or had no date.
 	Kept int
+	// NotOwn were listed under the prefixes but are not s3once's (another
+	// tool's upload, an object of another name): never touched.
+	NotOwn int
 	// Bytes is the total size of the stale ones, as listed.
 	Bytes int64
 	// Failed could not be removed (or, for uploads, not measured).
@@ -133,7 +147,10 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 		rep.Cutoff = so.Cutoff
 	}
 	age := now.Sub(rep.Cutoff)
-	if age < shortCutoff {
+	if age < MinSweepAge {
+		if !so.Force {
+			return rep, fmt.Errorf("%s: %w: the cutoff is only %v old, below the floor of %v; it must exceed the longest time a file stays open plus checkpoint retention (set Force, --force, if this is meant)", where, recoverable.ErrInvalidOptions, age.Round(time.Second), MinSweepAge)
+		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the cutoff is only %v old; it must exceed the longest time a file stays open plus checkpoint retention, or the sweep destroys uploads that checkpoints still reference", age))
 	}
 	rep.Warnings = append(rep.Warnings, c.lifecycleWarnings(ctx, so, age)...)
@@ -144,7 +161,21 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 			so.Progress(rep)
 		}
 	}
-	if err := c.sweepUploads(ctx, so, &rep, failures, progress); err != nil {
+	// Uploads of files under the output prefix, then the uploads the
+	// preflight leaves under the staging prefix when killed.
+	// The staging folder may lie inside the output's (below a hidden
+	// segment, or with WholeBucket): its uploads are the second pass's.
+	fileUpload := func(key string) (own, skip bool) {
+		if ownkeys.Under(so.StagingPrefix, key) {
+			return false, true
+		}
+		return ownkeys.IsFileName(so.Prefix, key) || ownkeys.IsOutputProbe(so.Prefix, key), false
+	}
+	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.Prefix), fileUpload, &rep, failures, progress); err != nil {
+		return rep, fmt.Errorf("%s: %w", where, err)
+	}
+	probeUpload := func(key string) (own, skip bool) { return ownkeys.IsStagingProbe(so.StagingPrefix, key), false }
+	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.StagingPrefix), probeUpload, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.sweepSideObjects(ctx, so, &rep, failures, progress); err != nil {
@@ -167,8 +198,10 @@ func (so SweepOptions) validate() error {
 	if so.OlderThan <= 0 && so.Cutoff.IsZero() {
 		problems = append(problems, "OlderThan must be positive (or set Cutoff)")
 	}
-	if strings.HasPrefix(so.StagingPrefix, "/") {
-		problems = append(problems, fmt.Sprintf("StagingPrefix %q must not start with '/'", so.StagingPrefix))
+	if strings.HasPrefix(so.StagingPrefix, "/") || strings.HasPrefix(so.Prefix, "/") {
+		problems = append(problems, fmt.Sprintf("Prefix %q and StagingPrefix %q must not start with '/'", so.Prefix, so.StagingPrefix))
+	} else if err := ownkeys.CheckStagingApart(so.Prefix, so.StagingPrefix); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("s3once sweep: %w: %s", recoverable.ErrInvalidOptions, strings.Join(problems, "; "))
@@ -205,13 +238,14 @@ func (f *failureList) err() error {
 	return errors.Join(errs...)
 }
 
-// sweepUploads aborts stale multipart uploads under the prefix.
-func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, rep *SweepReport, failures *failureList, progress func()) error {
+// sweepUploads aborts the stale multipart uploads under folder whose keys are
+// s3once's (own); the others are counted as NotOwn and left alone.
+func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder string, own func(key string) (own, skip bool), rep *SweepReport, failures *failureList, progress func()) error {
 	var keyMarker, idMarker *string
 	for {
 		out, err := call(ctx, c, "list multipart uploads", func(ctx context.Context) (*s3.ListMultipartUploadsOutput, error) {
 			return c.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
-				Bucket: aws.String(so.Bucket), Prefix: aws.String(so.Prefix),
+				Bucket: aws.String(so.Bucket), Prefix: aws.String(folder),
 				KeyMarker: keyMarker, UploadIdMarker: idMarker,
 			})
 		})
@@ -220,7 +254,15 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, rep *Swee
 		}
 		var stale []types.MultipartUpload
 		for _, u := range out.Uploads {
+			mine, skip := own(aws.ToString(u.Key))
+			if skip {
+				continue
+			}
 			rep.Uploads.Scanned++
+			if !mine {
+				rep.Uploads.NotOwn++
+				continue
+			}
 			if u.Initiated == nil || !u.Initiated.Before(rep.Cutoff) {
 				rep.Uploads.Kept++
 				continue
@@ -306,12 +348,17 @@ func (c *Committer) sweepUpload(ctx context.Context, so SweepOptions, u types.Mu
 	return bytes, true, nil
 }
 
-// sweepSideObjects deletes stale objects under the staging prefix.
+// sweepSideObjects deletes the stale side objects and probes under the staging
+// prefix; other keys there are counted as NotOwn and left alone.
 func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *SweepReport, failures *failureList, progress func()) error {
-	return c.listObjects(ctx, so.Bucket, so.StagingPrefix, func(page []object) error {
+	return c.listObjects(ctx, so.Bucket, ownkeys.Folder(so.StagingPrefix), func(page []object) error {
 		var stale []string
 		for _, o := range page {
 			rep.SideObjects.Scanned++
+			if !ownkeys.IsOwnStaging(so.StagingPrefix, o.key) {
+				rep.SideObjects.NotOwn++
+				continue
+			}
 			if o.modified.IsZero() || !o.modified.Before(rep.Cutoff) {
 				rep.SideObjects.Kept++
 				continue
@@ -338,7 +385,7 @@ func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *
 // deleted) under the staging prefix.
 func (c *Committer) serverNow(ctx context.Context, bucket, staging string) (time.Time, error) {
 	out, err := call(ctx, c, "list objects", func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
-		return c.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
+		return c.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(ownkeys.Folder(staging)), MaxKeys: aws.Int32(1)})
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -422,5 +469,9 @@ func rulePrefix(r types.LifecycleRule) string {
 	return aws.ToString(r.Prefix)
 }
 
-// overlaps reports whether some key can lie under both prefixes.
-func overlaps(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
+// overlaps reports whether some key can lie under both a lifecycle rule's
+// prefix (a plain string, as S3 matches it) and a sweep's folder.
+func overlaps(rule, folder string) bool {
+	f := ownkeys.Folder(folder)
+	return strings.HasPrefix(rule, f) || strings.HasPrefix(f, rule)
+}

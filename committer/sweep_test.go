@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -80,20 +81,27 @@ type sweepFixture struct {
 
 func newSweepFixture(e *env, wait time.Duration) sweepFixture {
 	var fx sweepFixture
-	fx.staleUploads = []string{"out/s1 " + e.openUpload("out/s1", 1000), "out/s2 " + e.openUpload("out/s2", 2000)}
+	s1, s2 := fileName("out", 1), fileName("out", 2)
+	fx.staleUploads = []string{s1 + " " + e.openUpload(s1, 1000), s2 + " " + e.openUpload(s2, 2000)}
 	fx.outside = "other/s3 " + e.openUpload("other/s3", 10)
 	for i, n := range []int{500, 700} {
-		k := staging + "stale-upload-" + string(rune('a'+i)) + "/0001-x"
+		k := staging + "stale-upload-" + string(rune('a'+i)) + "/00000000000000000001-x"
 		e.put(k, n)
 		fx.staleSide = append(fx.staleSide, k)
 	}
 	time.Sleep(wait)
 	fx.cutoff = e.serverTime()
-	fx.freshUploads = []string{"out/f1 " + e.openUpload("out/f1", 3000)}
-	k := staging + "fresh-upload/0001-y"
+	f1 := fileName("out", 3)
+	fx.freshUploads = []string{f1 + " " + e.openUpload(f1, 3000)}
+	k := staging + "fresh-upload/00000000000000000001-y"
 	e.put(k, 900)
 	fx.freshSide = []string{k}
 	return fx
+}
+
+// fileName is the name of the sink's file number n under prefix.
+func fileName(prefix string, n int) string {
+	return ownkeys.FileKey(prefix, "", ownkeys.FileName{Window: "global", Shard: n % 4, Shards: 4, File: n, Ext: ".txt"})
 }
 
 func TestSweepRemovesExactlyTheStale(t *testing.T) {
@@ -107,7 +115,7 @@ func TestSweepRemovesExactlyTheStale(t *testing.T) {
 	// A dry run counts and changes nothing.
 	progress := 0
 	rep, err := c.Sweep(ctx, committer.SweepOptions{
-		Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff, DryRun: true,
+		Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff, DryRun: true, Force: true,
 		Progress: func(committer.SweepReport) { progress++ },
 	})
 	if err != nil {
@@ -125,7 +133,7 @@ func TestSweepRemovesExactlyTheStale(t *testing.T) {
 		t.Fatal("the dry run changed something")
 	}
 
-	rep, err = c.Sweep(ctx, committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff})
+	rep, err = c.Sweep(ctx, committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +162,7 @@ func TestSweepOlderThanByServerClock(t *testing.T) {
 	e := newEnv(t)
 	fx := newSweepFixture(e, 4300*time.Millisecond)
 	c := newCommitter(t, e.client, committer.Options{})
-	rep, err := c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", OlderThan: 2 * time.Second})
+	rep, err := c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", OlderThan: 2 * time.Second, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +255,7 @@ func TestSweepUnderFaults(t *testing.T) {
 	f.On(s3fault.DeleteObjects, s3fault.Nth(1, s3fault.Timeout))
 	f.On(s3fault.ListMultipartUploads, s3fault.Nth(1, s3fault.BeforeSend))
 	c := newCommitter(t, f, committer.Options{SweepConcurrency: 1})
-	rep, err := c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff})
+	rep, err := c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,12 +273,103 @@ func TestSweepUnderFaults(t *testing.T) {
 	f = s3fault.New(e.client)
 	f.On(s3fault.AbortMultipartUpload, s3fault.Always(s3fault.BeforeSend))
 	c = newCommitter(t, f, committer.Options{MaxAttempts: 2})
-	rep, err = c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff})
+	rep, err = c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff, Force: true})
 	if err == nil || rep.Uploads.Failed != 2 || rep.SideObjects.Removed != 2 {
 		t.Fatalf("report: uploads %+v side %+v err %v", rep.Uploads, rep.SideObjects, err)
 	}
 	var re *recoverable.Error
 	if !errors.As(err, &re) || re.UploadID == "" || re.Bucket != e.bucket {
 		t.Fatalf("error does not name the upload: %v", err)
+	}
+}
+
+// TestSweepOnlyOwnKeys is the failure-matrix row "a sweep with a prefix
+// missing its slash, a staging prefix over the output, a cutoff typo": both
+// prefixes are folders, only s3once's own keys go (files' uploads, side
+// objects, probes, and the upload a preflight killed midway leaves under the
+// staging prefix), a staging prefix over the output is refused by the
+// sink's rule, and a cutoff below the floor needs Force. Ages need no wait:
+// the cutoff is the server's time just after the things were made.
+func TestSweepOnlyOwnKeys(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const probeID = "20260101T000000Z-0a0b0c0d0e0f"
+	ownUp := fileName("out", 1)
+	ownUploads := []string{ownUp + " " + e.openUpload(ownUp, 100)}
+	probe := ownkeys.PreflightCompleteKey(staging, probeID)
+	ownUploads = append(ownUploads, probe+" "+e.openUpload(probe, 10))
+	outProbe := ownkeys.PreflightOutputKey("out", probeID)
+	ownUploads = append(ownUploads, outProbe+" "+e.openUpload(outProbe, 10))
+	var foreignUploads []string
+	for _, k := range []string{fileName("out-v2", 1), "out/tool-upload.bin", ".s3once/staging/another-tool.bin"} {
+		foreignUploads = append(foreignUploads, k+" "+e.openUpload(k, 10))
+	}
+	ownObjects := []string{
+		ownkeys.SideObjectKey(staging, "u1", 1, ""), ownkeys.SideObjectKey(staging, "u1", 2, "0a1b2c3d"),
+		ownkeys.PreflightSideKey(staging, probeID), ownkeys.ConditionalProbeKey(staging, "0123456789abcdef"),
+		ownkeys.ClockProbeKey(staging, "0123456789abcdef"),
+	}
+	foreignObjects := []string{
+		".s3once/staging-exports/a.csv", ".s3once/stagingbackup.tar", ".s3once/staging/notes.txt",
+		".s3once/staging/u1/q1.csv", "out/" + "global-pane-0-shard-00000-of-00001-file-00000.txt",
+	}
+	for _, k := range append(slices.Clone(ownObjects), foreignObjects...) {
+		e.put(k, 5)
+	}
+	cutoff := e.serverTime().Add(time.Second)
+	c := newCommitter(t, e.client, committer.Options{})
+
+	// Refused before anything is touched.
+	for name, so := range map[string]committer.SweepOptions{
+		"staging equal to the output":   {Prefix: "out", StagingPrefix: "out/"},
+		"output under staging":          {Prefix: "out/x", StagingPrefix: "out"},
+		"staging where readers look":    {Prefix: "out", StagingPrefix: "out/tmp"},
+		"staging over the whole bucket": {WholeBucket: true, StagingPrefix: "tmp/"},
+		"a cutoff typo without Force":   {Prefix: "out", StagingPrefix: ".s3once/staging"},
+	} {
+		so.Bucket, so.Cutoff = e.bucket, cutoff
+		if _, err := c.Sweep(ctx, so); !errors.Is(err, recoverable.ErrInvalidOptions) {
+			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	if _, err := c.Sweep(ctx, committer.SweepOptions{Bucket: e.bucket, Prefix: "out", OlderThan: 7 * time.Minute}); !errors.Is(err, recoverable.ErrInvalidOptions) || !strings.Contains(err.Error(), "floor") {
+		t.Errorf("--older-than 7m: %v, want a refusal below the floor", err)
+	}
+	all := append(slices.Clone(ownUploads), foreignUploads...)
+	slices.Sort(all)
+	if got := e.uploads(); !slices.Equal(got, all) {
+		t.Fatalf("a refused sweep changed the uploads: %v", got)
+	}
+
+	// Prefixes without their slash are folders all the same.
+	so := committer.SweepOptions{Bucket: e.bucket, Prefix: "out", StagingPrefix: ".s3once/staging", Cutoff: cutoff, Force: true, DryRun: true}
+	rep, err := c.Sweep(ctx, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploads.Stale != len(ownUploads) || rep.Uploads.NotOwn != 2 || rep.SideObjects.Stale != len(ownObjects) || rep.SideObjects.NotOwn != 2 {
+		t.Fatalf("dry run: uploads %+v, side objects %+v", rep.Uploads, rep.SideObjects)
+	}
+	so.DryRun = false
+	rep, err = c.Sweep(ctx, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploads.Removed != len(ownUploads) || rep.SideObjects.Removed != len(ownObjects) {
+		t.Fatalf("sweep: uploads %+v, side objects %+v", rep.Uploads, rep.SideObjects)
+	}
+	slices.Sort(foreignUploads)
+	if got := e.uploads(); !slices.Equal(got, foreignUploads) {
+		t.Fatalf("uploads left %v, want exactly the foreign ones %v", got, foreignUploads)
+	}
+	for _, k := range foreignObjects {
+		if len(e.keys(k)) != 1 {
+			t.Errorf("%s was removed", k)
+		}
+	}
+	for _, k := range ownObjects {
+		if len(e.keys(k)) != 0 {
+			t.Errorf("%s survived the sweep", k)
+		}
 	}
 }
