@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -241,21 +243,48 @@ func TestSweep(t *testing.T) {
 		}
 		return len(u.Uploads), len(o.Contents)
 	}
-	open("out/stale")
-	put(recoverable.DefaultStagingPrefix + "old/0001")
+	file := func(n int) string {
+		return ownkeys.FileKey("out", "", ownkeys.FileName{Window: "global", Shard: n, Shards: 4, File: 0, Ext: ".txt"})
+	}
+	open(file(0))
+	open("out/another-tool.bin") // not s3once's: never aborted
+	put(ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "old", 1, "0a1b2c3d"))
 	// The server's Date header has a one-second grain and may trail by a
 	// second: wait long enough that 2s of age is unmistakable.
 	time.Sleep(4300 * time.Millisecond)
-	open("out/fresh")
-	open("elsewhere/stale")
-	put(recoverable.DefaultStagingPrefix + "new/0001")
+	open(file(1))
+	open("out-v2/" + path.Base(file(2))) // a sibling folder, not under out/
+	put(ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "new", 1, "0a1b2c3d"))
 
 	env := []string{
 		"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey,
 	}
-	args := []string{"sweep", "--bucket", b, "--prefix", "out/", "--older-than", "2s", "--endpoint", srv.Endpoint(), "--path-style"}
+	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "2s", "--endpoint", srv.Endpoint(), "--path-style"}
 
-	r := runCmd(t, "", env, append(args, "--dry-run", "--json")...)
+	// A cutoff typo (2s, 7m for 7d) is refused without --force; so is a
+	// staging prefix over the output.
+	r := runCmd(t, "", env, args...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "floor") || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("a cutoff under the floor: exit %d: %s", r.code, r.stderr)
+	}
+	r = runCmd(t, "", env, append(args, "--force", "--staging-prefix", "out/tmp")...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "StagingPrefix") {
+		t.Fatalf("a staging prefix over the output: exit %d: %s", r.code, r.stderr)
+	}
+	if u, s := count(); u != 4 || s != 2 {
+		t.Fatalf("refused sweeps changed things: %d uploads, %d side objects", u, s)
+	}
+	args = append(args, "--force")
+
+	// The human dry run says on each line what would go, and says nothing
+	// of a clock skew within the Date header's grain.
+	r = runCmd(t, "", env, append(args, "--dry-run")...)
+	if r.code != exitOK || !strings.Contains(r.stdout, "would abort 1,") || !strings.Contains(r.stdout, "would delete 1,") ||
+		!strings.Contains(r.stdout, "not s3once's 1") || strings.Contains(r.stdout, "clock is off") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = runCmd(t, "", env, append(args, "--dry-run", "--json")...)
 	if r.code != exitOK {
 		t.Fatalf("dry run: exit %d: %s", r.code, r.stderr)
 	}
@@ -263,14 +292,14 @@ func TestSweep(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}
-	if !rep.DryRun || rep.Uploads.Stale != 1 || rep.Uploads.Removed != 0 || rep.Uploads.Kept != 1 || rep.Uploads.Bytes != 1000 ||
+	if !rep.DryRun || rep.Uploads.Stale != 1 || rep.Uploads.Removed != 0 || rep.Uploads.Kept != 1 || rep.Uploads.NotOwn != 1 || rep.Uploads.Bytes != 1000 ||
 		rep.SideObjects.Stale != 1 || rep.SideObjects.Kept != 1 || rep.OlderThanSec != 2 {
 		t.Fatalf("dry-run report %+v", rep)
 	}
 	if !strings.Contains(r.stderr, "warning: the cutoff is only") {
 		t.Fatalf("no short-cutoff warning: %s", r.stderr)
 	}
-	if u, s := count(); u != 3 || s != 2 {
+	if u, s := count(); u != 4 || s != 2 {
 		t.Fatalf("dry run changed things: %d uploads, %d side objects", u, s)
 	}
 
@@ -278,7 +307,7 @@ func TestSweep(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "aborted 1") || !strings.Contains(r.stdout, "deleted 1") {
 		t.Fatalf("sweep: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if u, s := count(); u != 2 || s != 1 {
+	if u, s := count(); u != 3 || s != 1 {
 		t.Fatalf("after the sweep: %d uploads, %d side objects", u, s)
 	}
 

@@ -16,14 +16,19 @@ import (
 
 const sweepUsage = `Usage: s3once sweep --bucket B --prefix P --older-than AGE [flags]
 
-Aborts the multipart uploads under --prefix that were initiated more than
---older-than ago, and deletes the side objects under --staging-prefix last
-modified more than --older-than ago. Younger things are never touched. Ages
+Aborts s3once's multipart uploads under --prefix (files and preflight
+probes) and under --staging-prefix (preflight probes) that were initiated
+more than --older-than ago, and deletes s3once's side objects and probes
+under --staging-prefix last modified more than --older-than ago. Both
+prefixes are folders ("events" never holds "events-v2/"); keys of other
+names, other tools' uploads and anything younger are never touched. Ages
 are measured by the S3 server's clock, not this machine's.
 
 AGE must exceed the longest time a file may stay open (until it is
 committed) plus the longest time a checkpoint is retained: a sweep destroys
-what such a checkpoint still references. Use --dry-run first.
+what such a checkpoint still references. An AGE under one hour is refused
+unless --force is given. A staging prefix over the output prefix is refused.
+Use --dry-run first.
 
 Prints a summary (or --json) on stdout, warnings and a progress line on
 stderr. Exit codes: 0 success, 1 the sweep failed in whole or in part,
@@ -44,6 +49,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		staging     = fs.String("staging-prefix", recoverable.DefaultStagingPrefix, "prefix of the side objects")
 		olderThan   age
 		dryRun      = fs.Bool("dry-run", false, "report what would be removed, remove nothing")
+		force       = fs.Bool("force", false, "allow an --older-than under one hour")
 		asJSON      = fs.Bool("json", false, "print the report as JSON")
 		quiet       = fs.Bool("quiet", false, "no progress line")
 		concurrency = fs.Int("concurrency", committer.DefaultSweepConcurrency, "uploads inspected and aborted at once")
@@ -80,7 +86,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	prog := newProgress(e.stderr, *quiet || *asJSON && !isTerminal(e.stderr))
 	rep, err := c.Sweep(ctx, committer.SweepOptions{
 		Bucket: *bucket, Prefix: *prefix, WholeBucket: *wholeBucket, StagingPrefix: *staging,
-		OlderThan: olderThan.d, DryRun: *dryRun, Progress: prog.update,
+		OlderThan: olderThan.d, DryRun: *dryRun, Force: *force, Progress: prog.update,
 	})
 	prog.done()
 	if errors.Is(err, recoverable.ErrInvalidOptions) {
@@ -110,11 +116,19 @@ func printSweep(w io.Writer, rep committer.SweepReport, olderThan time.Duration)
 		removed, aborted, deleted = "would remove", "would abort", "would delete"
 	}
 	fmt.Fprintf(w, "s3once sweep s3://%s/%s%s\n", rep.Bucket, rep.Prefix, mode)
-	fmt.Fprintf(w, "  server time   %s (this machine's clock is off by %v)\n", rep.ServerNow.UTC().Format(time.RFC3339), -rep.ClockSkew)
+	skew := ""
+	if rep.ClockSkew >= committer.ClockSkewNoise || rep.ClockSkew <= -committer.ClockSkewNoise {
+		skew = fmt.Sprintf(" (this machine's clock is off by %v)", -rep.ClockSkew)
+	}
+	fmt.Fprintf(w, "  server time   %s%s\n", rep.ServerNow.UTC().Format(time.RFC3339), skew)
 	fmt.Fprintf(w, "  cutoff        %s (older than %v)\n", rep.Cutoff.UTC().Format(time.RFC3339), olderThan)
 	line := func(what, verb string, n committer.SweepCounts) {
-		fmt.Fprintf(w, "  %-13s %d scanned, %d stale (%s), %s %d, kept %d, failed %d\n",
-			what, n.Scanned, n.Stale, humanBytes(n.Bytes), verb, n.Removed, n.Kept, n.Failed)
+		done := n.Removed
+		if rep.DryRun {
+			done = n.Stale // what would go
+		}
+		fmt.Fprintf(w, "  %-13s %d scanned, %d stale (%s), %s %d, kept %d, not s3once's %d, failed %d\n",
+			what, n.Scanned, n.Stale, humanBytes(n.Bytes), verb, done, n.Kept, n.NotOwn, n.Failed)
 	}
 	line("uploads", aborted, rep.Uploads)
 	line("side objects", deleted, rep.SideObjects)
@@ -148,13 +162,14 @@ type countsJSON struct {
 	Stale   int   `json:"stale"`
 	Removed int   `json:"removed"`
 	Kept    int   `json:"kept"`
+	NotOwn  int   `json:"not_own"`
 	Failed  int   `json:"failed"`
 	Bytes   int64 `json:"stale_bytes"`
 }
 
 func sweepJSON(rep committer.SweepReport, olderThan time.Duration) sweepReportJSON {
 	counts := func(c committer.SweepCounts) countsJSON {
-		return countsJSON{Scanned: c.Scanned, Stale: c.Stale, Removed: c.Removed, Kept: c.Kept, Failed: c.Failed, Bytes: c.Bytes}
+		return countsJSON{Scanned: c.Scanned, Stale: c.Stale, Removed: c.Removed, Kept: c.Kept, NotOwn: c.NotOwn, Failed: c.Failed, Bytes: c.Bytes}
 	}
 	w := rep.Warnings
 	if w == nil {
