@@ -1,17 +1,13 @@
 package sink
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -59,13 +55,6 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.S.Shards, SubBatches: 1}
 	return gatherBatches(head, f.S.MaxBatchBytes, values, emit)
 }
-
-// maxSubBatches is the number of spill buckets, and so the most sub-batches a
-// shard is split into.
-const maxSubBatches = 64
-
-// spillBufferSize is the write buffer of each spill bucket.
-const spillBufferSize = 16 << 10
 
 // gatherBatches reads a group once. While its records fit in limit bytes they
 // stay in memory and make one batch, like head. Past that, every record goes
@@ -204,120 +193,6 @@ func subBatchHash(rec []byte) int {
 	h *= 0xc4ceb9fe1a85ec53
 	h ^= h >> 33
 	return int(h >> 58)
-}
-
-// spill is a group's records on local disk: maxSubBatches bucket files of
-// length-prefixed (uvarint) records.
-type spill struct {
-	dir   string
-	files [maxSubBatches]*os.File
-	bufs  [maxSubBatches]*bufio.Writer
-	sizes [maxSubBatches]int64 // record bytes, prefixes left out
-	tmp   [binary.MaxVarintLen64]byte
-}
-
-func newSpill() (*spill, error) {
-	dir, err := os.MkdirTemp("", "s3once-batch-*")
-	if err != nil {
-		return nil, err
-	}
-	sp := &spill{dir: dir}
-	for i := range sp.files {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("bucket-%02d", i)))
-		if err != nil {
-			_ = sp.remove()
-			return nil, err
-		}
-		sp.files[i] = f
-		sp.bufs[i] = bufio.NewWriterSize(f, spillBufferSize)
-	}
-	return sp, nil
-}
-
-func (sp *spill) add(rec []byte) error {
-	i := subBatchHash(rec)
-	w := sp.bufs[i]
-	n := binary.PutUvarint(sp.tmp[:], uint64(len(rec)))
-	if _, err := w.Write(sp.tmp[:n]); err != nil {
-		return err
-	}
-	if _, err := w.Write(rec); err != nil {
-		return err
-	}
-	sp.sizes[i] += int64(len(rec))
-	return nil
-}
-
-// finish flushes and closes the bucket files.
-func (sp *spill) finish() error {
-	for i, f := range sp.files {
-		if err := sp.bufs[i].Flush(); err != nil {
-			return err
-		}
-		sp.files[i] = nil
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (sp *spill) size(from, to int) int64 {
-	var n int64
-	for _, s := range sp.sizes[from:to] {
-		n += s
-	}
-	return n
-}
-
-// read returns the records of buckets [from, to), copied into one block.
-func (sp *spill) read(from, to int) ([][]byte, error) {
-	arena := make([]byte, 0, sp.size(from, to))
-	var lines [][]byte
-	for i := from; i < to; i++ {
-		f, err := os.Open(filepath.Join(sp.dir, fmt.Sprintf("bucket-%02d", i)))
-		if err != nil {
-			return nil, err
-		}
-		r := bufio.NewReaderSize(f, spillBufferSize)
-		var got int64
-		for {
-			n, err := binary.ReadUvarint(r)
-			if err == io.EOF {
-				break
-			}
-			if err != nil || int64(n) > sp.sizes[i]-got {
-				f.Close()
-				return nil, fmt.Errorf("bucket %d is corrupt (%v)", i, err)
-			}
-			start := len(arena)
-			arena = arena[:start+int(n)]
-			if _, err := io.ReadFull(r, arena[start:]); err != nil {
-				f.Close()
-				return nil, fmt.Errorf("bucket %d: %w", i, err)
-			}
-			lines = append(lines, arena[start:len(arena):len(arena)])
-			got += int64(n)
-		}
-		if err := f.Close(); err != nil {
-			return nil, err
-		}
-		if got != sp.sizes[i] {
-			return nil, fmt.Errorf("bucket %d holds %d bytes of records, %d were written", i, got, sp.sizes[i])
-		}
-	}
-	return lines, nil
-}
-
-// remove closes whatever is still open and deletes the directory.
-func (sp *spill) remove() error {
-	for i, f := range sp.files {
-		if f != nil {
-			_ = f.Close()
-			sp.files[i] = nil
-		}
-	}
-	return os.RemoveAll(sp.dir)
 }
 
 // The batch encoding: magic, version, payload, CRC-32C of everything before
