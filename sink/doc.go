@@ -144,7 +144,21 @@
 // MaxBatchBytes of records per shard in memory, whatever the shard's size,
 // but needs as much scratch disk as the largest shard it gathers (its record
 // bytes plus a length prefix per record). Which sub-batch a record falls in
-// depends on the record alone, so reruns split alike. A shard whose records
+// depends on the record alone, so reruns split alike.
+//
+// A worker killed while it spills cannot remove its directory; the batching
+// DoFn's Setup does, in every worker started later on the machine. Spill
+// directories are named s3once-batch-*, and each holds a lock file that its
+// worker keeps flock-ed for the spill's life; the kernel drops that lock when
+// the worker dies, however it dies. Setup removes a directory only if it can
+// take the lock and the directory was last modified at least 10 minutes ago
+// (the age floor, which also covers the instant between creating a directory
+// and locking it); a directory without a lock file, and every directory on a
+// system without flock (Linux, the BSDs and macOS have it), must be a day
+// old. Live workers' spills, in other processes or in the same one, are
+// never touched; what cannot be removed is logged, never fatal.
+//
+// A shard whose records
 // cannot be split that way, because one sub-batch alone would still pass
 // MaxBatchBytes (many identical records, say), fails the pipeline with an
 // error that names the destination, window, pane and shard and says to raise
