@@ -5,17 +5,25 @@ BIN := $(CURDIR)/.bin
 VERSITYGW_VERSION := v1.8.0
 TOXIPROXY_VERSION := v2.12.0
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+# MinIO is a second, independent S3 server for the tests (AGPL-3.0): a test
+# tool built into .bin, never a Go dependency of s3once (`go install
+# pkg@version` leaves go.mod alone).
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 VERSITYGW := $(BIN)/versitygw
+MINIO := $(BIN)/minio
 TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
 .PHONY: test tools vet run bench bench-quick fuzz soak clean
 
-tools: $(VERSITYGW) $(TOXIPROXY)
+tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
 $(VERSITYGW):
 	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(MINIO):
+	GOBIN=$(BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 
 $(TOXIPROXY):
 	GOBIN=$(BIN) $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)

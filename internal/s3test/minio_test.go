@@ -1,0 +1,145 @@
+package s3test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// fullObjectUpload starts a multipart upload with a full-object CRC64NVME,
+// as the writer does.
+func fullObjectUpload(t *testing.T, c *s3.Client, bucket, key string, sse types.ServerSideEncryption) string {
+	t.Helper()
+	in := &s3.CreateMultipartUploadInput{
+		Bucket: aws.String(bucket), Key: aws.String(key),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumType: types.ChecksumTypeFullObject,
+	}
+	if sse != "" {
+		in.ServerSideEncryption = sse
+	}
+	out, err := c.CreateMultipartUpload(context.Background(), in)
+	if err != nil {
+		t.Fatalf("create upload: %v", err)
+	}
+	return aws.ToString(out.UploadId)
+}
+
+func uploadPart(t *testing.T, c *s3.Client, bucket, key, id string, n int32, body []byte) *s3.UploadPartOutput {
+	t.Helper()
+	out, err := c.UploadPart(context.Background(), &s3.UploadPartInput{
+		Bucket: aws.String(bucket), Key: aws.String(key), UploadId: aws.String(id), PartNumber: aws.Int32(n),
+		Body: bytes.NewReader(body), ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+	})
+	if err != nil {
+		t.Fatalf("upload part %d: %v", n, err)
+	}
+	return out
+}
+
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// TestMinIOBehaviour records, as checks that fail when MinIO changes, how
+// MinIO answers the calls s3once depends on (see doc.go's table).
+func TestMinIOBehaviour(t *testing.T) {
+	srv := Start(t, Options{Kind: MinIO})
+	c := srv.Client(ClientOptions{})
+	bucket := srv.Bucket(t)
+	ctx := context.Background()
+	part := bytes.Repeat([]byte("s3once"), 1<<20) // 6 MiB
+
+	// Conditional complete: If-None-Match on an existing key is a 412.
+	id := fullObjectUpload(t, c, bucket, "k", "")
+	p := uploadPart(t, c, bucket, "k", id, 1, part)
+	lp, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(bucket), Key: aws.String("k"), UploadId: aws.String(id)})
+	if err != nil || len(lp.Parts) != 1 {
+		t.Fatalf("list parts: %v", err)
+	}
+	t.Logf("ListParts: part checksum CRC64NVME %q (UploadPart said %q), ETag %s", aws.ToString(lp.Parts[0].ChecksumCRC64NVME), aws.ToString(p.ChecksumCRC64NVME), aws.ToString(lp.Parts[0].ETag))
+	if aws.ToString(lp.Parts[0].ChecksumCRC64NVME) == "" {
+		t.Errorf("MinIO lists no part checksum")
+	}
+	done := types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag, ChecksumCRC64NVME: p.ChecksumCRC64NVME}}}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(bucket), Key: aws.String("k"), UploadId: aws.String(id), MultipartUpload: &done,
+		ChecksumType: types.ChecksumTypeFullObject, IfNoneMatch: aws.String("*"),
+	}); err != nil {
+		t.Fatalf("first complete: %v", err)
+	}
+	id2 := fullObjectUpload(t, c, bucket, "k", "")
+	p2 := uploadPart(t, c, bucket, "k", id2, 1, part)
+	done2 := types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p2.ETag, ChecksumCRC64NVME: p2.ChecksumCRC64NVME}}}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(bucket), Key: aws.String("k"), UploadId: aws.String(id2), MultipartUpload: &done2,
+		ChecksumType: types.ChecksumTypeFullObject, IfNoneMatch: aws.String("*"),
+	})
+	t.Logf("complete over an existing key with If-None-Match: %v", err)
+	if apiCode(err) != "PreconditionFailed" {
+		t.Errorf("conditional complete over an existing key: %v; want PreconditionFailed", err)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("k"), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("HEAD: CRC64NVME %q, type %s, ETag %s", aws.ToString(head.ChecksumCRC64NVME), head.ChecksumType, aws.ToString(head.ETag))
+
+	// One empty part with the full-object CRC64NVME of zero bytes.
+	id3 := fullObjectUpload(t, c, bucket, "empty", "")
+	p3 := uploadPart(t, c, bucket, "empty", id3, 1, nil)
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(bucket), Key: aws.String("empty"), UploadId: aws.String(id3),
+		MultipartUpload:   &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p3.ETag, ChecksumCRC64NVME: p3.ChecksumCRC64NVME}}},
+		ChecksumCRC64NVME: aws.String("AAAAAAAAAAA="), ChecksumType: types.ChecksumTypeFullObject, MpuObjectSize: aws.Int64(0),
+		IfNoneMatch: aws.String("*"),
+	})
+	t.Logf("empty part %q, complete with the zero-byte full-object CRC: %v", aws.ToString(p3.ChecksumCRC64NVME), err)
+	if apiCode(err) != "XAmzContentChecksumMismatch" {
+		t.Errorf("MinIO now takes (or refuses otherwise) the empty file's full-object CRC: %v; update doc.go's table", err)
+	}
+	if err != nil {
+		_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+			Bucket: aws.String(bucket), Key: aws.String("empty"), UploadId: aws.String(id3),
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p3.ETag, ChecksumCRC64NVME: p3.ChecksumCRC64NVME}}},
+			ChecksumType:    types.ChecksumTypeFullObject, IfNoneMatch: aws.String("*"),
+		})
+		if err != nil {
+			t.Errorf("the same without the full-object CRC: %v; want success", err)
+		}
+	}
+}
+
+// TestMinIOKMSETags: with a static KMS key and SSE-KMS, are part ETags MD5s
+// of the part's bytes?
+func TestMinIOKMSETags(t *testing.T) {
+	key := "s3once-test-key:" + "dGhpcnR5LXR3by1ieXRlLWtleS1mb3ItczNvbmNlISE=" // 32 bytes
+	srv := Start(t, Options{Kind: MinIO, KMSSecretKey: key})
+	c := srv.Client(ClientOptions{})
+	bucket := srv.Bucket(t)
+	part := bytes.Repeat([]byte("kms!"), 5<<18) // 5 MiB
+	sum := md5.Sum(part)
+	md5hex := hex.EncodeToString(sum[:])
+	id := fullObjectUpload(t, c, bucket, "k", types.ServerSideEncryptionAwsKms)
+	a := strings.Trim(aws.ToString(uploadPart(t, c, bucket, "k", id, 1, part).ETag), `"`)
+	b := strings.Trim(aws.ToString(uploadPart(t, c, bucket, "k", id, 1, part).ETag), `"`)
+	t.Logf("SSE-KMS part ETags %s, %s; MD5 %s", a, b, md5hex)
+	if a == md5hex || b == md5hex {
+		t.Errorf("MinIO with SSE-KMS gives MD5 part ETags")
+	}
+	if a == b {
+		t.Errorf("the same bytes uploaded again kept their ETag %s; want a new one, as on AWS with SSE-KMS", a)
+	}
+}
