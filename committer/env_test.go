@@ -31,6 +31,9 @@ func newEnv(t *testing.T) *env {
 	if e := onFake(t); e != nil {
 		return e // the test runs under TestOnFake (mem_test.go)
 	}
+	if e := onMinIO(t); e != nil {
+		return e // the test runs under TestOnMinIO (minio_test.go)
+	}
 	srv := s3test.Start(t, s3test.Options{})
 	return &env{t: t, srv: srv, client: srv.Client(s3test.ClientOptions{MaxAttempts: 1}), bucket: srv.Bucket(t)}
 }
