@@ -168,6 +168,9 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			// again and completes again, or finds the upload discarded.
 			if recoverable.ErrorCode(err) == "ConditionalRequestConflict" {
 				conflicted = true
+				if mutAbortOn409() {
+					_, _ = c.abortUpload(ctx, cr)
+				}
 			}
 			f, lerr := c.lookup(ctx, cr)
 			if lerr == nil && f.exists {
@@ -262,7 +265,7 @@ const settleLogAfter = 30 * time.Second
 // for Options.SettleTimeout before that is taken for an answer.
 func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, ambiguous, conflicted bool, parts []recoverable.Part) (Result, error) {
 	start := time.Now()
-	deadline := start.Add(c.opts.SettleTimeout)
+	deadline := start.Add(mutSettle(c.opts.SettleTimeout))
 	logged := false
 	for n := 1; ; n++ {
 		f, err := c.lookup(ctx, cr)

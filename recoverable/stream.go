@@ -323,6 +323,9 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
+		if mutReusePersistKey() {
+			s.seq--
+		}
 		return ResumeRecoverable{}, err
 	}
 	s.persisted = true

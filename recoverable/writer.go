@@ -114,7 +114,9 @@ func (w *Writer) Recover(ctx context.Context, rr ResumeRecoverable) (*Stream, er
 	s.persisted = true
 	s.pos = rr.Size()
 	s.buf = s.takeBuffer()
-	s.buf = append(s.buf, tail...)
+	if !mutDropTail() {
+		s.buf = append(s.buf, tail...)
+	}
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/mutant"
 	"github.com/s3once/s3once/internal/s3mem"
 )
 
@@ -17,25 +18,32 @@ import (
 // trace, and what its checks found.
 type Result struct {
 	Plan     Plan
+	Workload string
 	Steps    int
 	Attempts int
+	// Rewrites counts files written again from their first byte after a
+	// recovery found their checkpoint's artifacts gone.
+	Rewrites int
 	// Conflicts counts the 409s the server gave for completions in flight
 	// together.
 	Conflicts  int
 	Errors     []string
 	Violations []string
 	Trace      []string
+	// Replay is the command that runs this schedule again.
+	Replay string
 }
 
 func (r Result) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %s: %d releases, %d attempts, %d conflicts\n", r.Plan, r.Steps, r.Attempts, r.Conflicts)
+	fmt.Fprintf(&b, "schedule %s of workload %s: %d releases, %d attempts, %d rewrites, %d conflicts\n", r.Plan, r.Workload, r.Steps, r.Attempts, r.Rewrites, r.Conflicts)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  violation: %s\n", v)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "  attempt error: %s\n", e)
 	}
+	fmt.Fprintf(&b, "  replay: %s\n", r.Replay)
 	b.WriteString("  trace:\n")
 	for _, l := range r.Trace {
 		fmt.Fprintf(&b, "    %s\n", l)
@@ -48,25 +56,29 @@ func (r Result) String() string {
 // it. It must be called from a test goroutine outside any bubble.
 func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 	var res Result
+	if w.Bug != 0 {
+		defer mutant.Set(w.Bug)()
+	}
 	synctest.Test(t, func(t *testing.T) {
 		sch := newScheduler(plan)
 		fake := s3mem.New(s3mem.Options{PageSize: 2, Gate: sch.gate})
 		bucket := fake.Bucket()
 		setup := fake.NewClient(s3mem.ClientOptions{Name: "setup"})
+		decoys := decoysFor(FileKey(0, len(w.Data)))
 		for k, v := range decoys {
 			if _, err := setup.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(k), Body: strings.NewReader(string(v))}); err != nil {
 				t.Fatalf("decoy %s: %v", k, err)
 			}
 		}
-		r := &runner{w: w, fake: fake, bucket: bucket, checkpointed: map[string]bool{}}
+		r := newRunner(w, fake, bucket)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			r.run()
 		}()
 		sch.drive(done)
-		r.check(context.Background())
-		res = Result{Plan: plan, Steps: sch.steps, Attempts: r.out.attempts, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace}
+		r.check(context.Background(), decoys)
+		res = Result{Plan: plan, Workload: w.Name(), Steps: sch.steps, Attempts: r.out.attempts, Rewrites: r.out.rewrites, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace, Replay: replayCommand(w, plan)}
 	})
 	return res
 }
@@ -97,4 +109,14 @@ func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
 		}
 	}
 	return all
+}
+
+// replayCommand is the shell command that runs one schedule again (see
+// TestReplay).
+func replayCommand(w StreamWorkload, p Plan) string {
+	env := fmt.Sprintf("S3ONCE_REPLAY=%s S3ONCE_REPLAY_WORKLOAD=%s", p, w.Name())
+	if w.Bug != 0 {
+		env += fmt.Sprintf(" S3ONCE_REPLAY_BUG=%s", w.Bug)
+	}
+	return env + " go test -count=1 -run '^TestReplay$' -v ./internal/explore/"
 }

@@ -2,7 +2,6 @@ package explore
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,25 +48,6 @@ func TestExploreConflictOnComplete(t *testing.T) {
 		b.Orders = Orders
 	}
 	explore(t, b)
-}
-
-// TestExplorerCatchesDroppedTail: with recovery made to forget the tail (a
-// past bug of Flink's writer), crashes after a persist yield schedules whose
-// file misses bytes, and the explorer names them.
-func TestExplorerCatchesDroppedTail(t *testing.T) {
-	w := DefaultStream()
-	w.dropTail = true
-	base := RunSchedule(t, w, Plan{})
-	for step := 1; step <= base.Steps; step++ {
-		r := RunSchedule(t, w, Plan{Step: step, Fault: s3mem.CrashBeforeSend})
-		for _, v := range r.Violations {
-			if strings.Contains(v, "the run wrote") {
-				t.Logf("caught by schedule %s: %s", r.Plan, v)
-				return
-			}
-		}
-	}
-	t.Fatal("no schedule caught a recovery that drops the tail")
 }
 
 func explore(t *testing.T, b Bounds) {
@@ -121,5 +101,18 @@ func TestExploreDuplicateCommit(t *testing.T) {
 			}
 		}
 		t.Logf("explored %d duplicate-commit schedules in %v", len(results), time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestIssueWorkloadFaultFree: the issue's workload without faults: both
+// files committed, the first rewritten once after the rollback, the second
+// committed twice at once.
+func TestIssueWorkloadFaultFree(t *testing.T) {
+	for _, o := range Orders {
+		res := RunSchedule(t, IssueWorkload(), Plan{Order: o})
+		if len(res.Violations) > 0 || len(res.Errors) > 0 || res.Rewrites != 1 || res.Attempts != 2 {
+			t.Fatalf("want no violation, no error, one rewrite, two attempts:\n%s", res)
+		}
+		t.Logf("%s: %d releases, %d conflicts", res.Plan, res.Steps, res.Conflicts)
 	}
 }

@@ -17,6 +17,9 @@ type Plan struct {
 	// Step is the 1-based release that meets Fault; 0 means no fault.
 	Step  int
 	Fault s3mem.Kind
+	// Step2 and Fault2 are a second fault, at a later release (0: none).
+	Step2  int
+	Fault2 s3mem.Kind
 	// Order picks which held request is released at each quiescent point.
 	Order Order
 }
@@ -55,7 +58,59 @@ func (p Plan) String() string {
 	if p.Step == 0 {
 		return "no-fault/" + p.Order.String()
 	}
-	return fmt.Sprintf("step%02d-%s/%s", p.Step, p.Fault, p.Order)
+	f := fmt.Sprintf("step%02d-%s", p.Step, p.Fault)
+	if p.Step2 > 0 {
+		f += fmt.Sprintf("+step%02d-%s", p.Step2, p.Fault2)
+	}
+	return f + "/" + p.Order.String()
+}
+
+// ParsePlan reads a Plan back from its String form, for replays.
+func ParsePlan(s string) (Plan, error) {
+	var p Plan
+	faults, order, ok := strings.Cut(s, "/")
+	if !ok {
+		return p, fmt.Errorf("plan %q: want faults/order", s)
+	}
+	found := false
+	for _, o := range Orders {
+		if o.String() == order {
+			p.Order, found = o, true
+		}
+	}
+	if !found {
+		return p, fmt.Errorf("plan %q: unknown order %q", s, order)
+	}
+	if faults == "no-fault" {
+		return p, nil
+	}
+	for i, f := range strings.Split(faults, "+") {
+		var step int
+		var name string
+		if n, err := fmt.Sscanf(f, "step%d-", &step); n != 1 || err != nil || i > 1 {
+			return p, fmt.Errorf("plan %q: bad fault %q", s, f)
+		}
+		_, name, _ = strings.Cut(f, "-")
+		k, err := kindNamed(name)
+		if err != nil {
+			return p, fmt.Errorf("plan %q: %w", s, err)
+		}
+		if i == 0 {
+			p.Step, p.Fault = step, k
+		} else {
+			p.Step2, p.Fault2 = step, k
+		}
+	}
+	return p, nil
+}
+
+func kindNamed(name string) (s3mem.Kind, error) {
+	for _, k := range s3mem.Kinds {
+		if k.String() == name {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown fault %q", name)
 }
 
 // held is one request waiting at the server for the scheduler.
@@ -172,8 +227,11 @@ func (s *scheduler) drive(done <-chan struct{}) {
 		}
 		s.steps++
 		var k s3mem.Kind
-		if s.steps == s.plan.Step {
+		switch s.steps {
+		case s.plan.Step:
 			k = s.plan.Fault
+		case s.plan.Step2:
+			k = s.plan.Fault2
 		}
 		c := h.call
 		line := fmt.Sprintf("%d %s %s %s", s.steps, c.Client, c.Op, c.Key)

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -14,135 +15,263 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/mutant"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 
 const (
 	attemptPrefix = "attempt-"
-	fileKey       = "out/file"
 	outPrefix     = "out/"
-	maxAttempts   = 4
+	staging       = recoverable.DefaultStagingPrefix
+	// maxAttempts bounds the processes of a schedule: two faults, the
+	// rollback, and a margin.
+	maxAttempts = 6
 )
 
-// The objects that are not s3once's: they must come out of every schedule
-// untouched.
-var decoys = map[string][]byte{
-	"decoy/object":     []byte("not s3once's"),
-	"out/file.decoy":   []byte("a neighbour of the file"),
-	"out/other":        []byte("another writer's file"),
-	".s3once-decoy/x":  []byte("looks like staging, is not"),
-	"out/file/child":   []byte("a child of the file's key"),
-	"staging-like/abc": []byte("unrelated"),
+// FileKey is the key of file i of n, an s3once output file name.
+func FileKey(i, n int) string {
+	return ownkeys.FileKey(outPrefix, "", ownkeys.FileName{Window: "global", Shard: i, Shards: n, Ext: ".bin"})
 }
 
-// StreamWorkload is one file written through a recoverable stream and
-// committed by the committer, the way a runner drives them: persist twice
-// (checkpoints), close, commit. A crashed or failed attempt is followed by
-// another, with a new client, from the last checkpoint it took: the commit
-// token if there is one (CommitAfterRecovery), else the resume token
-// (Recover, then write the rest again), else from the start.
+// decoysFor are the objects that are not s3once's: they must come out of
+// every schedule untouched, sweep included. Neighbours of the first file's
+// key, a child of it, look-alikes of the staging prefix, and a file with an
+// s3once name of another job's shard.
+func decoysFor(first string) map[string][]byte {
+	return map[string][]byte{
+		"decoy/object":     []byte("not s3once's"),
+		first + ".decoy":   []byte("a neighbour of the file"),
+		"out/other":        []byte("another writer's file"),
+		".s3once-decoy/x":  []byte("looks like staging, is not"),
+		first + "/child":   []byte("a child of the file's key"),
+		"staging-like/abc": []byte("unrelated"),
+		ownkeys.FileKey(outPrefix, "", ownkeys.FileName{Window: "global", Shard: 7, Shards: 9, Ext: ".bin"}): []byte("another job's file"),
+	}
+}
+
+// StreamWorkload is files written one after the other through recoverable
+// streams and committed by the committer, the way a runner drives them:
+// persist at each cut (checkpoints), close, commit. A crashed or failed
+// attempt is followed by another, with a new client, from the last
+// checkpoint it took, per file: the commit token if there is one
+// (CommitAfterRecovery), else the resume token (Recover, then write the
+// rest again), else from the start. A recovery that finds the token's
+// upload gone or its tail or parts altered rewrites the file from its
+// first byte under a new upload, as the sink does.
 type StreamWorkload struct {
-	// Data is the file's bytes; Cuts the offsets of the persists.
-	Data []byte
+	// Data are the files' bytes; Cuts the offsets of the persists (the same
+	// for every file).
+	Data [][]byte
 	Cuts []int
-	// duplicateCommit commits the file twice at once (the finalization fast
-	// path and the commit stage), from two clients.
+	// duplicateCommit commits the last file twice at once (the finalization
+	// fast path and the commit stage), from two clients.
 	duplicateCommit bool
-	// dropTail makes recovery forget the token's tail, reintroducing the
-	// bug of Flink's S3 writer, to show the explorer catches it.
-	dropTail bool
+	// rollback: once the first file is committed, the job restarts from an
+	// older checkpoint, the one holding the first file's first resume
+	// token (Flink's rollback); that file is then rewritten, and its commit
+	// finds it committed already.
+	rollback bool
+	// Bug switches a past bug back on for the run (internal/mutant), to
+	// show the explorer catches it; 0 runs the code as it is.
+	Bug mutant.Bug
 }
 
-// DefaultStream is the small workload of the quick bound: a file of three
-// full parts and a tail, with persists after 1.3 and 2.6 parts (both with
-// tails in side objects).
-func DefaultStream() StreamWorkload {
-	const p = recoverable.MinPartSize
-	data := make([]byte, 3*p+p/5)
-	x := uint64(0x9e3779b97f4a7c15)
+// fileData is n pseudo-random bytes, different for each seed.
+func fileData(n int, seed uint64) []byte {
+	data := make([]byte, n)
+	x := 0x9e3779b97f4a7c15 ^ seed*0xbf58476d1ce4e5b9
 	for i := range data {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17
 		data[i] = byte(x)
 	}
-	return StreamWorkload{Data: data, Cuts: []int{p + 3*p/10, 2*p + 3*p/5}}
+	return data
+}
+
+// DefaultStream is the small workload of the mutation tests and the
+// one-file bounds: a file of three full parts and a tail, with persists
+// after 1.3 and 2.6 parts (both with tails in side objects).
+func DefaultStream() StreamWorkload {
+	const p = recoverable.MinPartSize
+	return StreamWorkload{Data: [][]byte{fileData(3*p+p/5, 0)}, Cuts: []int{p + 3*p/10, 2*p + 3*p/5}}
+}
+
+// IssueWorkload is the workload the exploration's bounds are stated for:
+// two files of three full parts and a tail, two persists each, one
+// rollback (the first file, from its older token, after it was committed)
+// and one duplicate commit (the second file).
+func IssueWorkload() StreamWorkload {
+	w := DefaultStream()
+	w.Data = append(w.Data, fileData(len(w.Data[0]), 1))
+	w.rollback = true
+	w.duplicateCommit = true
+	return w
+}
+
+// Name tells the workload's shape, as replays spell it.
+func (w StreamWorkload) Name() string {
+	switch {
+	case len(w.Data) == 1 && !w.duplicateCommit && !w.rollback:
+		return "one"
+	case len(w.Data) == 1 && w.duplicateCommit && !w.rollback:
+		return "one-duplicate"
+	case len(w.Data) == 2 && w.duplicateCommit && w.rollback:
+		return "issue"
+	}
+	return fmt.Sprintf("files%d-dup%t-rollback%t", len(w.Data), w.duplicateCommit, w.rollback)
+}
+
+// WorkloadNamed returns the workload Name gives name.
+func WorkloadNamed(name string) (StreamWorkload, error) {
+	w := DefaultStream()
+	switch name {
+	case "one", "":
+	case "one-duplicate":
+		w.duplicateCommit = true
+	case "issue":
+		w = IssueWorkload()
+	default:
+		return w, fmt.Errorf("unknown workload %q", name)
+	}
+	return w, nil
 }
 
 // outcome is what one schedule did and what was wrong with it.
 type outcome struct {
 	attempts   int
+	rewrites   int
 	errs       []string // errors of attempts whose client had not crashed
 	violations []string
 }
 
-// runner carries a workload's checkpoints across attempts.
-type runner struct {
-	w      StreamWorkload
-	fake   *s3mem.Fake
-	bucket string
-	rr     *recoverable.ResumeRecoverable
-	cr     *recoverable.CommitRecoverable
-	done   bool
-	out    outcome
-	// checkpointed are the uploads a checkpoint referenced.
-	checkpointed map[string]bool
-	// lossClaims are the attempts that reported the file's data lost.
-	lossClaims []string
+// file is one file's state across attempts: its checkpoints.
+type file struct {
+	i    int
+	key  string
+	data []byte
+	rr   *recoverable.ResumeRecoverable // latest checkpoint
+	rrs  []recoverable.ResumeRecoverable
+	cr   *recoverable.CommitRecoverable
+	done bool
 }
 
-// run drives attempts until the file is committed or maxAttempts is spent.
+// errRolledBack ends the attempt in which the runner rolls back.
+var errRolledBack = errors.New("the job restarts from an older checkpoint")
+
+// runner carries a workload's checkpoints across attempts.
+type runner struct {
+	w          StreamWorkload
+	fake       *s3mem.Fake
+	bucket     string
+	files      []*file
+	rolledBack bool
+	out        outcome
+	// checkpointed maps the uploads a checkpoint referenced to their file.
+	checkpointed map[string]int
+	// lossClaims are the attempts that reported a file's data lost.
+	lossClaims map[int][]string
+}
+
+func newRunner(w StreamWorkload, fake *s3mem.Fake, bucket string) *runner {
+	r := &runner{w: w, fake: fake, bucket: bucket, checkpointed: map[string]int{}, lossClaims: map[int][]string{}}
+	for i, d := range w.Data {
+		r.files = append(r.files, &file{i: i, key: FileKey(i, len(w.Data)), data: d})
+	}
+	return r
+}
+
+func (r *runner) allDone() bool {
+	for _, f := range r.files {
+		if !f.done {
+			return false
+		}
+	}
+	return true
+}
+
+// run drives attempts until every file is committed or maxAttempts is
+// spent.
 func (r *runner) run() {
-	for n := 1; n <= maxAttempts && !r.done; n++ {
+	for n := 1; n <= maxAttempts && !r.allDone(); n++ {
 		r.out.attempts = n
 		name := fmt.Sprintf("%s%d", attemptPrefix, n)
 		ctx, cancel := context.WithCancel(context.Background())
-		err := r.attempt(ctx, name, n)
+		i, err := r.attempt(ctx, name, n)
 		cancel() // the process is gone: whatever it still runs stops
-		if err != nil && !r.fake.Crashed(name) {
+		if err != nil && !errors.Is(err, errRolledBack) && !r.fake.Crashed(name) {
 			r.out.errs = append(r.out.errs, fmt.Sprintf("%s: %v", name, err))
 			if errors.Is(err, committer.ErrDataLost) {
-				r.lossClaims = append(r.lossClaims, name)
+				r.lossClaims[i] = append(r.lossClaims[i], name)
 			}
 		}
 	}
-	if !r.done {
+	if !r.allDone() {
 		r.out.violations = append(r.out.violations, fmt.Sprintf("not committed after %d attempts: %v", maxAttempts, r.out.errs))
 	}
 }
 
-// attempt is one process: it returns at the first error, or when its client
-// has crashed (a dead process does not go on).
-func (r *runner) attempt(ctx context.Context, name string, n int) error {
+// attempt is one process: it returns at the first error, with the index of
+// the file it was on, or when its client has crashed (a dead process does
+// not go on).
+func (r *runner) attempt(ctx context.Context, name string, n int) (int, error) {
 	client := r.fake.NewClient(s3mem.ClientOptions{Name: name})
-	dead := func() bool { return r.fake.Crashed(name) }
-	cm, err := committer.New(client, committer.Options{})
+	cm, err := committer.New(client, committer.Options{Logger: quiet})
 	if err != nil {
-		return err
-	}
-	if r.cr != nil {
-		_, err := cm.CommitAfterRecovery(ctx, *r.cr)
-		if err == nil && !dead() {
-			r.done = true
-		}
-		return err
+		return 0, err
 	}
 	w, err := recoverable.NewWriter(client, recoverable.Options{PartSize: recoverable.MinPartSize, InlineTailMax: -1, Concurrency: 2})
 	if err != nil {
+		return 0, err
+	}
+	for _, f := range r.files {
+		if f.done {
+			continue
+		}
+		if err := r.file(ctx, name, n, client, cm, w, f); err != nil || r.fake.Crashed(name) {
+			return f.i, err
+		}
+		if r.w.rollback && f.i == 0 && !r.rolledBack && len(f.rrs) > 0 {
+			// The job fails now and the runner restores the checkpoint
+			// that held this file's first resume token: the file is open
+			// again there, and no later file was begun.
+			r.rolledBack = true
+			old := f.rrs[0]
+			f.rr, f.cr, f.done = &old, nil, false
+			return f.i, errRolledBack
+		}
+	}
+	return 0, nil
+}
+
+// file writes (or recovers, or commits) one file in this attempt.
+func (r *runner) file(ctx context.Context, name string, n int, client *s3.Client, cm *committer.Committer, w *recoverable.Writer, f *file) error {
+	dead := func() bool { return r.fake.Crashed(name) }
+	if f.cr != nil {
+		_, err := cm.CommitAfterRecovery(ctx, *f.cr)
+		if err == nil && !dead() {
+			f.done = true
+		}
 		return err
 	}
 	var s *recoverable.Stream
-	pos := 0
-	if r.rr == nil {
-		s, err = w.Open(ctx, r.bucket, fileKey, recoverable.ObjectOptions{})
-	} else {
-		tok := *r.rr
-		if r.w.dropTail {
-			tok.Tail = recoverable.Tail{} // the bug Flink's writer had
+	var err error
+	pos, rewrite := 0, false
+	if f.rr != nil {
+		s, err = w.Recover(ctx, *f.rr)
+		if err == nil {
+			pos = int(f.rr.Size())
+		} else if !dead() && mustRewrite(err) {
+			r.rewriteJustified(ctx, f, err)
+			r.out.rewrites++
+			rewrite = true
+			f.rr = nil
+			s, err = w.Open(ctx, r.bucket, f.key, recoverable.ObjectOptions{})
 		}
-		s, err = w.Recover(ctx, tok)
-		pos = int(r.rr.Size())
+	} else {
+		s, err = w.Open(ctx, r.bucket, f.key, recoverable.ObjectOptions{})
 	}
 	if err != nil || dead() {
 		return err
@@ -151,53 +280,81 @@ func (r *runner) attempt(ctx context.Context, name string, n int) error {
 		if cut <= pos {
 			continue
 		}
-		if _, err := s.Write(r.w.Data[pos:cut]); err != nil || dead() {
+		if _, err := s.Write(f.data[pos:cut]); err != nil || dead() {
 			return err
 		}
 		pos = cut
 		rr, err := s.Persist(ctx)
-		if err != nil || dead() {
+		if dead() {
 			return err
 		}
-		r.rr = &rr // the runner takes the checkpoint
-		r.checkpointed[rr.UploadID] = true
+		if err != nil {
+			// A failed Persist is no checkpoint, and it leaves the stream
+			// usable: the writer goes on and checkpoints at the next cut.
+			r.out.errs = append(r.out.errs, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		f.rr = &rr // the runner takes the checkpoint
+		f.rrs = append(f.rrs, rr)
+		r.checkpointed[rr.UploadID] = f.i
 	}
-	if _, err := s.Write(r.w.Data[pos:]); err != nil || dead() {
+	if _, err := s.Write(f.data[pos:]); err != nil || dead() {
 		return err
 	}
 	cr, err := s.CloseForCommit(ctx)
 	if err != nil || dead() {
 		return err
 	}
-	r.cr = &cr
-	r.checkpointed[cr.UploadID] = true
+	f.cr = &cr
+	r.checkpointed[cr.UploadID] = f.i
 	commit := cm.Commit
-	if n > 1 {
+	if n > 1 || rewrite {
 		commit = cm.CommitAfterRecovery
 	}
-	if r.w.duplicateCommit {
-		return r.commitTwice(ctx, name, commit, cr)
+	if r.w.duplicateCommit && f.i == len(r.files)-1 {
+		return r.commitTwice(ctx, name, commit, f)
 	}
 	if _, err := commit(ctx, cr); err != nil || dead() {
 		return err
 	}
-	r.done = true
+	f.done = true
 	return nil
 }
 
-// commitTwice commits cr from this attempt and, at the same time, from a
-// commit stage with a client of its own, as the sink's finalization fast
-// path and its commit stage may. Both must succeed.
-func (r *runner) commitTwice(ctx context.Context, name string, commit func(context.Context, recoverable.CommitRecoverable) (committer.Result, error), cr recoverable.CommitRecoverable) error {
+// mustRewrite tells, as the sink's writer does, whether a failed recovery
+// calls for writing the file again.
+func mustRewrite(err error) bool {
+	return errors.Is(err, recoverable.ErrNoSuchUpload) ||
+		errors.Is(err, recoverable.ErrSideObjectMissing) ||
+		errors.Is(err, recoverable.ErrTailCorrupt) ||
+		errors.Is(err, recoverable.ErrPartsChanged)
+}
+
+// rewriteJustified checks a recovery that calls for a rewrite: nothing but
+// s3once touches the server here, so a checkpoint may only have lost its
+// artifacts to a commit of its file (the rollback, a crash after the
+// completion). A checkpoint whose upload is still open yet does not
+// recover was damaged by s3once itself.
+func (r *runner) rewriteJustified(ctx context.Context, f *file, err error) {
+	c := r.fake.NewClient(s3mem.ClientOptions{Name: "check"})
+	if _, lerr := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &r.bucket, Key: &f.key, UploadId: &f.rr.UploadID}); lerr == nil {
+		r.out.violations = append(r.out.violations, fmt.Sprintf("recovery of %s failed although its upload %s is open (a checkpoint damaged by s3once): %v", f.key, f.rr.UploadID, err))
+	}
+}
+
+// commitTwice commits f's token from this attempt and, at the same time,
+// from a commit stage with a client of its own, as the sink's finalization
+// fast path and its commit stage may. Both must succeed.
+func (r *runner) commitTwice(ctx context.Context, name string, commit func(context.Context, recoverable.CommitRecoverable) (committer.Result, error), f *file) error {
 	stage := name + "-stage"
-	cm2, err := committer.New(r.fake.NewClient(s3mem.ClientOptions{Name: stage}), committer.Options{})
+	cm2, err := committer.New(r.fake.NewClient(s3mem.ClientOptions{Name: stage}), committer.Options{Logger: quiet})
 	if err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Go(func() { _, errs[0] = commit(ctx, cr) })
-	wg.Go(func() { _, errs[1] = cm2.CommitAfterRecovery(ctx, cr) })
+	wg.Go(func() { _, errs[0] = commit(ctx, *f.cr) })
+	wg.Go(func() { _, errs[1] = cm2.CommitAfterRecovery(ctx, *f.cr) })
 	wg.Wait()
 	if r.fake.Crashed(name) {
 		return errors.Join(errs...)
@@ -205,12 +362,15 @@ func (r *runner) commitTwice(ctx context.Context, name string, commit func(conte
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	r.done = true
+	f.done = true
 	return nil
 }
 
 // check looks at the server after the run, and after a sweep.
-func (r *runner) check(ctx context.Context) {
+func (r *runner) check(ctx context.Context, decoys map[string][]byte) {
+	// Two hours on: whatever the run left landing has landed (a lagged
+	// completion shows), and the sweep below may take anything left over.
+	r.fake.Advance(2 * time.Hour)
 	c := r.fake.NewClient(s3mem.ClientOptions{Name: "check"})
 	bad := func(format string, a ...any) { r.out.violations = append(r.out.violations, fmt.Sprintf(format, a...)) }
 	read := func(key string) ([]byte, error) {
@@ -221,44 +381,73 @@ func (r *runner) check(ctx context.Context) {
 		defer out.Body.Close()
 		return io.ReadAll(out.Body)
 	}
-	if r.done {
-		got, err := read(fileKey)
+	ours := map[string]bool{}
+	for _, f := range r.files {
+		ours[f.key] = true
+		got, err := read(f.key)
 		switch {
+		case !f.done && err == nil:
+			bad("%s was never committed, yet holds %d bytes", f.key, len(got))
+		case !f.done:
 		case err != nil:
-			bad("committed, yet %s cannot be read: %v", fileKey, err)
-		case !bytes.Equal(got, r.w.Data):
-			bad("%s holds %d bytes (CRC %016x), the run wrote %d (CRC %016x)", fileKey, len(got), recoverable.CRC64(got), len(r.w.Data), recoverable.CRC64(r.w.Data))
+			bad("committed, yet %s cannot be read: %v", f.key, err)
+		case !bytes.Equal(got, f.data):
+			bad("%s holds %d bytes (CRC %016x), the run wrote %d (CRC %016x)", f.key, len(got), recoverable.CRC64(got), len(f.data), recoverable.CRC64(f.data))
 		}
+		// A lost-data claim is true only if the upload is gone and the file
+		// never shows; who destroyed it is then the violation below.
+		if claims := r.lossClaims[f.i]; len(claims) > 0 {
+			if f.cr != nil {
+				if _, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &r.bucket, Key: &f.key, UploadId: &f.cr.UploadID}); err == nil {
+					bad("%v reported %s lost, yet upload %s is in place", claims, f.key, f.cr.UploadID)
+				}
+			}
+			if err == nil && bytes.Equal(got, f.data) {
+				bad("%v reported the data of %s lost, yet it holds the file, byte-exact", claims, f.key)
+			}
+		}
+	}
+	// No file missing, none duplicated: the output holds the files and the
+	// decoys, nothing else.
+	var extra []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &r.bucket, Prefix: aws.String(outPrefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			bad("list the output: %v", err)
+			break
+		}
+		for _, o := range page.Contents {
+			if k := aws.ToString(o.Key); !ours[k] && decoys[k] == nil {
+				extra = append(extra, k)
+			}
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		bad("objects in the output that are neither the files nor the decoys: %v", extra)
 	}
 	for k, want := range decoys {
 		if got, err := read(k); err != nil || !bytes.Equal(got, want) {
 			bad("object %s, not s3once's, was touched (%v)", k, err)
 		}
 	}
-	// A lost-data claim is true only if the upload is gone; who destroyed
-	// it is then the violation below.
-	if len(r.lossClaims) > 0 && r.cr != nil {
-		if _, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &r.bucket, Key: aws.String(fileKey), UploadId: &r.cr.UploadID}); err == nil {
-			bad("%v reported the data lost, yet upload %s is in place", r.lossClaims, r.cr.UploadID)
-		}
-	}
 	for _, call := range r.fake.Calls() {
 		if !scheduled(call.Client) {
 			continue
 		}
-		if call.Op == s3mem.AbortMultipartUpload && call.Applied && call.Status < 300 && r.checkpointed[call.UploadID] && !r.done {
+		if i, ok := r.checkpointed[call.UploadID]; ok && call.Op == s3mem.AbortMultipartUpload && call.Applied && call.Status < 300 && !r.files[i].done {
 			bad("%s aborted upload %s, which a checkpoint references (only commit, cleanup and the sweep may destroy it)", call.Client, call.UploadID)
 		}
 		if call.Key == "" {
 			continue
 		}
-		if call.Key != fileKey && !strings.HasPrefix(call.Key, recoverable.DefaultStagingPrefix) {
-			bad("%s %s on %s, outside the file's key and the staging prefix", call.Client, call.Op, call.Key)
+		if !ours[call.Key] && !ownkeys.IsOwnStaging(staging, call.Key) {
+			bad("%s %s on %s, not one of s3once's own keys (the files, side objects and probes)", call.Client, call.Op, call.Key)
 		}
 	}
 	// A sweep well past the run leaves no upload and no side object.
-	r.fake.Advance(2 * time.Hour)
-	cm, err := committer.New(c, committer.Options{})
+	cm, err := committer.New(c, committer.Options{Logger: quiet})
 	if err != nil {
 		bad("committer: %v", err)
 		return
@@ -270,7 +459,7 @@ func (r *runner) check(ctx context.Context) {
 	if err != nil || len(ups.Uploads) != 0 {
 		bad("after the sweep: %d uploads left (%v)", len(ups.Uploads), err)
 	}
-	objs, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &r.bucket, Prefix: aws.String(recoverable.DefaultStagingPrefix)})
+	objs, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &r.bucket, Prefix: aws.String(staging)})
 	if err != nil || len(objs.Contents) != 0 {
 		bad("after the sweep: %d side objects left (%v)", len(objs.Contents), err)
 	}
@@ -280,3 +469,7 @@ func (r *runner) check(ctx context.Context) {
 		}
 	}
 }
+
+// quiet drops the committer's notes of long waits: fake time makes them
+// routine here.
+var quiet = slog.New(slog.DiscardHandler)

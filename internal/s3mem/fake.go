@@ -54,6 +54,9 @@ type Options struct {
 	// decides the request's fate: 0 serves it; a Kind acts as that fault
 	// would; a non-nil error fails the request with that error, unapplied.
 	Gate func(ctx context.Context, c Call) (Kind, error)
+	// VisibleLag is how long the object of a completion that met
+	// CrashLagged stays invisible; 0 means one minute.
+	VisibleLag time.Duration
 }
 
 // Fake is an in-memory S3 server. Create one per test with New; its clients
@@ -73,6 +76,13 @@ type Fake struct {
 	opCount   map[Op]int
 	inflight  map[string]int // bucket/key -> writes registered, not yet finished
 	conflicts int
+	late      map[string][]lateRequest // client -> requests that land late
+}
+
+// lateRequest is a request that met Late, waiting to be applied.
+type lateRequest struct {
+	r   *request
+	idx int // its entry in calls
 }
 
 // New returns an empty server (no buckets).
@@ -86,12 +96,16 @@ func New(opts Options) *Fake {
 	if opts.MaxParts <= 0 {
 		opts.MaxParts = 10000
 	}
+	if opts.VisibleLag <= 0 {
+		opts.VisibleLag = time.Minute
+	}
 	return &Fake{
 		opts:     opts,
 		buckets:  map[string]*bucket{},
 		dead:     map[string]bool{},
 		opCount:  map[Op]int{},
 		inflight: map[string]int{},
+		late:     map[string][]lateRequest{},
 	}
 }
 

@@ -52,10 +52,20 @@ const (
 	// Conflict: the server answers 409 ConditionalRequestConflict, unapplied,
 	// as S3 does when another conditional write of the key is in flight.
 	Conflict
+	// Late: the server answers 500 InternalError without applying the
+	// request, then applies it after all, right after the next PutObject of
+	// the same client that it applies: a request that stalled inside the
+	// server and landed behind a newer one. Its reply is the 500.
+	Late
+	// CrashLagged: as CrashAfterApply, and a completion (the only call it
+	// changes) makes its object visible only Options.VisibleLag after it
+	// removed the upload, as servers drop an upload before its object shows:
+	// meanwhile the upload is gone and the key reads empty.
+	CrashLagged
 )
 
 // Kinds lists every fault.
-var Kinds = []Kind{CrashBeforeSend, CrashAfterApply, InternalError, SlowDown, Hang, HangAfterApply, Conflict}
+var Kinds = []Kind{CrashBeforeSend, CrashAfterApply, InternalError, SlowDown, Hang, HangAfterApply, Conflict, Late, CrashLagged}
 
 func (k Kind) String() string {
 	switch k {
@@ -73,12 +83,16 @@ func (k Kind) String() string {
 		return "hang-after-apply"
 	case Conflict:
 		return "conflict"
+	case Late:
+		return "late"
+	case CrashLagged:
+		return "crash-lagged"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
 // Applied reports whether the server carries out a request that meets k.
-func (k Kind) Applied() bool { return k == CrashAfterApply || k == HangAfterApply }
+func (k Kind) Applied() bool { return k == CrashAfterApply || k == HangAfterApply || k == CrashLagged }
 
 // Fault is one fault rule: which requests it matches, and what it does. Empty
 // or zero match fields match anything.

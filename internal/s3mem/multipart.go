@@ -236,7 +236,11 @@ func (f *Fake) completeUpload(b *bucket, r *request) *reply {
 	} else {
 		o.etag = multipartETag(parts)
 	}
-	b.objects[r.key] = o
+	if r.lagged {
+		b.lagged[r.key] = laggedObject{o: o, at: f.now().Add(f.opts.VisibleLag)}
+	} else {
+		b.objects[r.key] = o
+	}
 	delete(b.uploads, u.id)
 	res := completeResult{
 		Location: fmt.Sprintf("%s/%s/%s", Endpoint, r.bucket, r.key), Bucket: r.bucket, Key: r.key, ETag: o.etag,

@@ -14,10 +14,30 @@ import (
 type bucket struct {
 	objects map[string]*object
 	uploads map[string]*upload // by upload ID
+	// lagged are completed objects not visible yet (CrashLagged), by key.
+	lagged map[string]laggedObject
+}
+
+// laggedObject is an object that shows at its key at a time of the Fake's
+// clock.
+type laggedObject struct {
+	o  *object
+	at time.Time
 }
 
 func newBucket() *bucket {
-	return &bucket{objects: map[string]*object{}, uploads: map[string]*upload{}}
+	return &bucket{objects: map[string]*object{}, uploads: map[string]*upload{}, lagged: map[string]laggedObject{}}
+}
+
+// surface makes the lagged objects whose time has come visible, under f.mu.
+func (f *Fake) surface(b *bucket) {
+	now := f.now()
+	for k, l := range b.lagged {
+		if !now.Before(l.at) {
+			b.objects[k] = l.o
+			delete(b.lagged, k)
+		}
+	}
 }
 
 // object is a stored object. Its fields never change once stored; a new
@@ -50,6 +70,7 @@ func (f *Fake) apply(r *request) *reply {
 	if b == nil {
 		return errReply(http.StatusNotFound, "NoSuchBucket", "The specified bucket does not exist")
 	}
+	f.surface(b)
 	switch r.op {
 	case HeadBucket:
 		rp := newReply(http.StatusOK)

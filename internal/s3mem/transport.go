@@ -26,6 +26,8 @@ type request struct {
 	q           url.Values
 	h           http.Header
 	body        []byte
+	// lagged: a completion whose object shows only after VisibleLag.
+	lagged bool
 }
 
 func (r *request) has(param string) bool { _, ok := r.q[param]; return ok }
@@ -229,8 +231,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rp = errReply(http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
 	case Conflict:
 		rp = conflictReply()
+	case Late:
+		f.late[t.client] = append(f.late[t.client], lateRequest{r: r, idx: idx})
+		rp = errReply(http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
 	case Hang:
 	default:
+		r.lagged = kind == CrashLagged
 		if write && r.conditional() && f.inflight[wkey] > 1 {
 			// Another write of this key is between its arrival and its
 			// application: S3 refuses the conditional one applied first.
@@ -239,6 +245,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		} else {
 			rp = f.apply(r)
 			f.calls[idx].Applied = true
+			if r.op == PutObject && rp.status < 300 {
+				f.landLate(t.client)
+			}
 		}
 	}
 	if write {
@@ -247,7 +256,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rp != nil {
 		f.calls[idx].Status, f.calls[idx].Code = rp.status, rp.code
 	}
-	if kind == CrashBeforeSend || kind == CrashAfterApply || f.dead[t.client] {
+	if kind == CrashBeforeSend || kind == CrashAfterApply || kind == CrashLagged || f.dead[t.client] {
 		f.dead[t.client] = true
 		f.mu.Unlock()
 		return nil, &crashError{t.client}
@@ -282,6 +291,16 @@ func readBody(r io.Reader, n int64) ([]byte, error) {
 
 func conflictReply() *reply {
 	return errReply(http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource. Please try again.")
+}
+
+// landLate applies the requests of client that met Late, in the order they
+// came, under f.mu. Their replies went out long ago.
+func (f *Fake) landLate(client string) {
+	for _, l := range f.late[client] {
+		f.apply(l.r)
+		f.calls[l.idx].Applied = true
+	}
+	delete(f.late, client)
 }
 
 func (f *Fake) endWrite(key string) {
