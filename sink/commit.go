@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,6 +50,10 @@ var (
 	metricCommitted      = beam.NewCounter("s3once", "files_committed")
 	metricAlreadyDone    = beam.NewCounter("s3once", "commits_already_done")
 	metricCommitRetries  = beam.NewCounter("s3once", "commit_retries")
+	// metricRewriteRequired counts files whose upload the server discarded
+	// after a conflicting write (committer.ErrRewriteRequired): the run fails,
+	// and a rerun writes them again.
+	metricRewriteRequired = beam.NewCounter("s3once", "rewrites_required")
 )
 
 // commitRounds is how often the commit stage calls the committer for one file
@@ -111,6 +116,17 @@ func checkOwnToken(s settings, cr recoverable.CommitRecoverable) error {
 	}
 }
 
+// commitAgain tells whether the commit stage calls the committer once more
+// for a file after err: failures worth retrying, and ErrConflict, after which
+// the token's upload is intact and the same token commits later. Everything
+// else fails the bundle. ErrRewriteRequired among them: the server discarded
+// the upload, this stage holds only the token, and a rerun writes the same
+// bytes again (on a runner that restores an earlier checkpoint, the writer
+// rewrites the file itself when it finds the upload gone).
+func commitAgain(err error) bool {
+	return committer.IsRetryable(err) || errors.Is(err, committer.ErrConflict)
+}
+
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
 	cr, err := coder.DecodeCommit(p.Commit)
 	if err != nil {
@@ -129,7 +145,10 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 			emit(p.Result)
 			return nil
 		}
-		if round >= commitRounds || !committer.IsRetryable(err) || ctx.Err() != nil {
+		if round >= commitRounds || !commitAgain(err) || ctx.Err() != nil {
+			if errors.Is(err, committer.ErrRewriteRequired) {
+				metricRewriteRequired.Inc(ctx, 1)
+			}
 			return fmt.Errorf("s3once sink: %w", err)
 		}
 		metricCommitRetries.Inc(ctx, 1)
