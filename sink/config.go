@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -443,23 +444,8 @@ func checkPath(what, p string, maxLen int) error {
 }
 
 // checkStagingApart checks that the staging prefix neither holds the output
-// nor sits where the output's readers look.
+// nor sits where the output's readers look; the sweep applies the same rule
+// (ownkeys.CheckStagingApart).
 func checkStagingApart(prefix, staging string) error {
-	st := strings.TrimSuffix(staging, "/") + "/"
-	out := prefix + "/"
-	if prefix == "" {
-		out = ""
-	}
-	if strings.HasPrefix(out, st) {
-		return fmt.Errorf("Prefix %q lies under StagingPrefix %q: the sweep would delete the output", prefix, staging)
-	}
-	if !strings.HasPrefix(st, out) {
-		return nil
-	}
-	for _, seg := range strings.Split(strings.TrimSuffix(st[len(out):], "/"), "/") {
-		if strings.HasPrefix(seg, ".") || strings.HasPrefix(seg, "_") {
-			return nil
-		}
-	}
-	return fmt.Errorf("StagingPrefix %q lies under Prefix %q where the output's readers would see side objects; move it, or start one of its segments below the prefix with '.' or '_'", staging, prefix)
+	return ownkeys.CheckStagingApart(prefix, staging)
 }

@@ -18,6 +18,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -231,9 +232,11 @@ func (p *prober) run(ctx context.Context) {
 	if p.s.Prefix != "" {
 		out = p.s.Prefix + "/"
 	}
-	outKey := out + "_s3once_preflight/" + p.id
-	sideKey := staging + "preflight/" + p.id + "/side"
-	doneKey := staging + "preflight/" + p.id + "/complete"
+	// The probes' keys are s3once's own (ownkeys), so the sweep removes what
+	// a preflight killed midway leaves.
+	outKey := ownkeys.PreflightOutputKey(p.s.Prefix, p.id)
+	sideKey := ownkeys.PreflightSideKey(p.s.StagingPrefix, p.id)
+	doneKey := ownkeys.PreflightCompleteKey(p.s.StagingPrefix, p.id)
 
 	// 1. The bucket, the endpoint and the credentials, through the listing
 	// the sink makes of side objects; then the listing permission under the
