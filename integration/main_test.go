@@ -309,7 +309,7 @@ func sweepAndCheckClean(t testing.TB, c *s3.Client, bucket, prefix string) commi
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := cm.Sweep(ctx, committer.SweepOptions{Bucket: bucket, Prefix: prefix, Cutoff: time.Now()})
+	rep, err := cm.Sweep(ctx, committer.SweepOptions{Bucket: bucket, Prefix: prefix, Cutoff: time.Now(), Force: true})
 	if err != nil {
 		t.Fatalf("sweep: %v", err)
 	}

@@ -335,7 +335,7 @@ func sweep(t testing.TB, c *s3.Client, bucket string) {
 	}
 	// Let the server's one-second clock pass everything written.
 	time.Sleep(1100 * time.Millisecond)
-	if _, err := cm.Sweep(context.Background(), committer.SweepOptions{Bucket: bucket, WholeBucket: true, Cutoff: time.Now()}); err != nil {
+	if _, err := cm.Sweep(context.Background(), committer.SweepOptions{Bucket: bucket, WholeBucket: true, Cutoff: time.Now(), Force: true}); err != nil {
 		t.Fatal(err)
 	}
 }
