@@ -146,6 +146,20 @@
 // anything younger, and a dry run only counts. Ages are measured by the
 // server's clock (the Date header of its replies), never the local one.
 //
+// The sweep removes only s3once's own left-overs (internal package ownkeys):
+// both prefixes are folders ("events" never holds "events-v2/"); it aborts
+// only uploads whose keys are s3once file names or preflight probes, under
+// the output prefix, and the preflight's uploads under the staging prefix
+// (a program killed inside its preflight leaves one there); it deletes only
+// side objects and probes under the staging prefix. Other tools' uploads and
+// objects are counted as NotOwn and left alone. A staging prefix over the
+// output prefix is refused by the rule the sink's configuration applies
+// (ownkeys.CheckStagingApart: staging may lie under the output only below a
+// segment starting with '.' or '_'), and so is a cutoff younger than
+// MinSweepAge (an hour) unless SweepOptions.Force is set: such a cutoff is
+// far more often a typo (7m for 7d) than a plan. A clock skew under
+// ClockSkewNoise is within the Date header's grain and is not worth a word.
+//
 // The cutoff rule: OlderThan must exceed the longest time a file can stay
 // open, from the creation of its upload until its commit token is committed,
 // plus the longest time a checkpoint is retained and may be restored from. A
