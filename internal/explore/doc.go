@@ -14,35 +14,84 @@
 // the scheduler blocks too, and the bubble's clock jumps to the next timer:
 // backoffs and call timeouts cost no real time.
 //
-// A Plan names one release and the fate it meets (an s3mem.Kind: a crash
-// before sending or after the server applied it, 500, 503, 409, a hang
-// before or after applying), and the release order. It prints as
-// "step13-conflict/first"; the release trace of a failing schedule is
-// printed with it, and RunSchedule(t, w, plan) replays it.
+// A Plan names one or two releases and the fate each meets (an
+// s3mem.Kind: a crash before sending or after the server applied it, 500,
+// 503, 409, a hang before or after applying, a reply of 500 for a request
+// that lands late behind the client's next PUT, a crash after a completion
+// whose object shows a minute after its upload went), and the release
+// order. It prints as "step13-conflict/first" or
+// "step02-late+step06-crash-before-send/first".
 //
-// # The workload and its recovery
+// # The workloads and their recovery
 //
-// StreamWorkload writes one file through a recoverable stream (three 5 MiB
-// parts and a tail; persists at 1.3 and 2.6 parts, tails in side objects),
-// closes it and commits it; with duplicateCommit, two committers with
-// clients of their own commit it at once (the fast path and the commit
-// stage), and both must succeed. Each attempt is a process with a client of its
-// own; a crash ends it (the Fake black-holes its client; its context is
-// cancelled, so requests it still had held are dropped). The next attempt
-// resumes, as a runner would, from the last checkpoint the previous attempt
-// took: the commit token (CommitAfterRecovery), else the resume token
-// (Recover, then the rest of the bytes again), else from the start. At most
-// four attempts.
+// Both write files through recoverable streams (three 5 MiB parts and a
+// tail each; persists at 1.3 and 2.6 parts, tails in side objects), close
+// them and commit them, the files one after the other. DefaultStream ("one")
+// is one file. IssueWorkload ("issue") is the workload the bounds are
+// stated for: two files, one rollback and one duplicate commit. Rollback:
+// once the first file is committed, the job restarts from the checkpoint
+// that held that file's older resume token; its recovery finds the upload
+// gone and writes the file again from its first byte under a new upload,
+// as the sink's writer does (recoverable.ErrNoSuchUpload,
+// ErrSideObjectMissing, ErrTailCorrupt or ErrPartsChanged call for it), and
+// the commit finds the file committed. Duplicate: the second file is
+// committed by two committers with clients of their own at once (the
+// finalization fast path and the commit stage), and both must succeed.
+//
+// Each attempt is a process with a client of its own; a crash ends it (the
+// Fake black-holes its client; its context is cancelled, so requests it
+// still had held are dropped). The next attempt resumes, per file, from the
+// last checkpoint taken: the commit token (CommitAfterRecovery), else the
+// resume token (Recover, then the rest of the bytes again), else from the
+// start. A Persist that fails without a crash is no checkpoint; the writer
+// goes on and checkpoints at the next cut. At most six attempts.
 //
 // # Checks
 //
-// After the run: the file holds exactly the workload's bytes; no attempt
-// reported the data lost while its upload was in place; no attempt aborted
-// an upload a checkpoint referenced; no request of the workload named a key
-// other than the file's or one under the staging prefix; six decoy objects
-// (neighbours of the file's key, a child of it, look-alikes of the staging
-// prefix) are untouched. Then, with the server's clock two hours on, a
-// sweep leaves no upload and no side object, and the decoys still.
+// After the run, with the server's clock two hours on (whatever was still
+// landing has landed): every file holds exactly its bytes; no file is
+// missing, and the output holds nothing but the files and the decoys (none
+// duplicated under another name); no attempt reported a file's data lost
+// while its upload was in place or while the file ends up there, whole; no
+// attempt aborted an upload a checkpoint references before its file was
+// committed; no recovery failed while its upload was open (a checkpoint
+// damaged by s3once itself); every request of the workload named a key that
+// internal/ownkeys calls s3once's own (one of the files, a side object or
+// a probe under the staging prefix); seven decoys (neighbours of a file's
+// key, a child of it, look-alikes of the staging prefix, another job's file
+// with an s3once name) are untouched. Then a sweep leaves no upload and no
+// side object, and the decoys still.
+//
+// # Mutants
+//
+// internal/mutant switches past bugs back into the real code, off unless a
+// test turns them on (committer/mutation.go, recoverable/mutation.go). Each
+// TestMutant* test searches a fixed list of schedules, stops at the first
+// that catches its bug, logs the schedule and its replay command, and
+// checks the same schedule passes with the bug off:
+//
+//   - AbortOn409 (a 409 on the completion aborted the token's upload):
+//     step13-conflict/first, an aborted checkpointed upload;
+//   - DropTail (recovery forgot the tail): step04-crash-before-send/first,
+//     a file short of its tail;
+//   - ShortSettle (the gone-upload settle window gave up after seconds):
+//     step13-crash-lagged/first, a completion whose object shows a minute
+//     after the upload went, claimed lost;
+//   - ReusePersistKey (a failed Persist gave its side-object key to the
+//     next): step02-late+step06-crash-before-send/first, a side-object PUT
+//     that lands behind the next Persist's, then a crash; the newer token
+//     no longer recovers though its upload is open.
+//
+// # Replaying a schedule
+//
+// A failing schedule prints its plan (e.g. step13-conflict/first), its
+// workload, its release trace, and the command that runs it again:
+//
+//	S3ONCE_REPLAY=step13-conflict/first S3ONCE_REPLAY_WORKLOAD=one \
+//	  go test -count=1 -run '^TestReplay$' -v ./internal/explore/
+//
+// with S3ONCE_REPLAY_BUG=<bug> for a mutant. A schedule is a function of
+// its plan: the same plan gives the same releases every run.
 //
 // # Bounds
 //

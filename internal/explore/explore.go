@@ -85,14 +85,32 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 
 // Bounds say which schedules Explore enumerates.
 type Bounds struct {
-	// Faults are the fates tried at each release (one fault per schedule).
+	// Faults are the fates tried at each release of the fault-free
+	// schedule.
 	Faults []s3mem.Kind
+	// Second, if any, are the fates tried as a second fault at every
+	// release after the first fault's, in the schedule the first fault
+	// made: two faults per schedule at most.
+	Second []s3mem.Kind
 	// Orders are the release policies tried; none means First only.
 	Orders []Order
 }
 
+func (b Bounds) String() string {
+	orders := b.Orders
+	if len(orders) == 0 {
+		orders = []Order{First}
+	}
+	faults := 1
+	if len(b.Second) > 0 {
+		faults = 2
+	}
+	return fmt.Sprintf("at most %d fault(s) per schedule; first fault %v at every release; second fault %v at every later release; orders %v", faults, b.Faults, b.Second, orders)
+}
+
 // Explore runs the fault-free schedule, then one schedule per release of
-// it, fault and order within the bounds. It returns every result.
+// it, fault and order within the bounds, and with a second fault, one per
+// later release of each one-fault schedule. It returns every result.
 func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
 	orders := b.Orders
 	if len(orders) == 0 {
@@ -104,7 +122,13 @@ func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
 		all = append(all, base)
 		for step := 1; step <= base.Steps; step++ {
 			for _, k := range b.Faults {
-				all = append(all, RunSchedule(t, w, Plan{Step: step, Fault: k, Order: o}))
+				one := RunSchedule(t, w, Plan{Step: step, Fault: k, Order: o})
+				all = append(all, one)
+				for step2 := step + 1; step2 <= one.Steps; step2++ {
+					for _, k2 := range b.Second {
+						all = append(all, RunSchedule(t, w, Plan{Step: step, Fault: k, Step2: step2, Fault2: k2, Order: o}))
+					}
+				}
 			}
 		}
 	}
