@@ -15,7 +15,7 @@ TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
-.PHONY: test tools vet run bench bench-quick fuzz soak clean
+.PHONY: test tools vet run bench bench-quick fuzz soak explore clean
 
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
@@ -87,6 +87,13 @@ run: $(VERSITYGW)
 SOAK_LOOPS ?= 100
 soak: tools
 	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) $(GO) test -race -timeout 4h -run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath' -v ./integration/
+
+# The explorer's wide bounds (internal/explore): two faults per schedule on
+# one file, every fate on the two-file workload, every release order; each
+# test prints how many schedules it explored within which bounds. In-memory
+# S3 and fake time: no server, no tools. make test runs the quick bounds.
+explore:
+	S3ONCE_EXPLORE=wide $(GO) test -count=1 -timeout 4h -run '^TestExplore' -v ./internal/explore/
 
 clean:
 	rm -rf $(BIN) .s3data bench-out
