@@ -23,7 +23,12 @@
 //     by a zombie attempt fails the commit with recoverable.ErrPartsChanged.
 //  4. CompleteMultipartUpload with exactly those parts, each with its
 //     CRC64NVME, the object's CRC64NVME (full-object type) and size where the
-//     upload uses checksums, and If-None-Match: *.
+//     upload uses checksums, and If-None-Match: *. An empty file's
+//     completion leaves the object's CRC64NVME out: it is zero, carries
+//     nothing the size does not, and MinIO refuses it (400
+//     XAmzContentChecksumMismatch for its one zero-byte part). Nothing is
+//     lost by that: step 5 checks the size and CRC64NVME at the key as for
+//     any file.
 //  5. Whatever the reply, look at the key. HEAD gives the size and the
 //     full-object CRC64NVME; where a server keeps no full-object checksum,
 //     the object is read back and its checksum computed, streaming. A reply

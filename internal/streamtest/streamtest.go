@@ -166,14 +166,19 @@ func Complete(ctx context.Context, c Backend, cr recoverable.CommitRecoverable) 
 			cp[i].ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(p.CRC))
 		}
 	}
-	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+	in := &s3.CompleteMultipartUploadInput{
 		Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID),
-		MultipartUpload:   &types.CompletedMultipartUpload{Parts: cp},
-		ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(cr.CRC())),
-		ChecksumType:      types.ChecksumTypeFullObject,
-		MpuObjectSize:     aws.Int64(cr.Size()),
-		IfNoneMatch:       aws.String("*"),
-	})
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: cp},
+		MpuObjectSize:   aws.Int64(cr.Size()),
+		IfNoneMatch:     aws.String("*"),
+	}
+	// As the committer does: no full-object checksum for an empty object
+	// (MinIO refuses the zero CRC64NVME there).
+	if cr.Size() > 0 {
+		in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(cr.CRC()))
+		in.ChecksumType = types.ChecksumTypeFullObject
+	}
+	_, err = c.CompleteMultipartUpload(ctx, in)
 	return err
 }
 
