@@ -22,6 +22,12 @@
 //     exit, nothing written.
 //   - TestStreamingExample: files per window, the same bytes on a rerun, and
 //     windows committed while a live, unbounded run goes on.
+//   - TestJobServer: the batch example and the bounded streaming example
+//     submitted with --runner=universal to Beam's standalone prism job
+//     server (its own process), their DoFns run by worker processes that
+//     internal/workerboot starts from the staged binary (a PROCESS
+//     environment, as a Beam worker container on Flink); the output equals
+//     an embedded-runner run's, byte for byte.
 //
 // The child programs are built once per test process, without the race
 // detector. S3ONCE_CRASH_LOOPS sets the number of crash loops (default 5;
