@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -172,7 +173,7 @@ func startJobServer(t testing.TB, bin string, env []string) *jobServer {
 	t.Helper()
 	tmp := t.TempDir()
 	cmd := exec.Command(bin, "--job_port=0", "--serve_http=false", "--log_kind=text", "--log_level=info")
-	cmd.Env = append(env, "TMPDIR="+tmp)
+	cmd.Env = append(slices.Clip(env), "TMPDIR="+tmp)
 	cmd.Dir = tmp
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Its workers inherit its output: do not wait for them past its end.
