@@ -10,7 +10,9 @@
 //
 // Unlike the container's boot program, it keeps everything it fetches in
 // one fresh directory under $TMPDIR and removes it when the worker ends, so
-// tests that run it leave nothing behind and never share a staging path.
+// two runs never share a staging path. A job server that SIGKILLs it (prism
+// does when a job ends, if the worker has not exited yet) leaves that
+// directory behind: the tests give the job server a $TMPDIR of their own.
 //
 // Usage, in a pipeline's flags:
 //
