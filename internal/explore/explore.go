@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -30,6 +31,8 @@ type Result struct {
 	Errors     []string
 	Violations []string
 	Trace      []string
+	// Ops are the operations of the releases, in order.
+	Ops []s3mem.Op
 	// Replay is the command that runs this schedule again.
 	Replay string
 }
@@ -78,7 +81,7 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 		}()
 		sch.drive(done)
 		r.check(context.Background(), decoys)
-		res = Result{Plan: plan, Workload: w.Name(), Steps: sch.steps, Attempts: r.out.attempts, Rewrites: r.out.rewrites, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace, Replay: replayCommand(w, plan)}
+		res = Result{Plan: plan, Workload: w.Name(), Steps: sch.steps, Attempts: r.out.attempts, Rewrites: r.out.rewrites, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace, Ops: sch.ops, Replay: replayCommand(w, plan)}
 	})
 	return res
 }
@@ -94,6 +97,9 @@ type Bounds struct {
 	Second []s3mem.Kind
 	// Orders are the release policies tried; none means First only.
 	Orders []Order
+	// Ops, if any, limit the first fault to the releases of these
+	// operations.
+	Ops []s3mem.Op
 }
 
 func (b Bounds) String() string {
@@ -105,7 +111,15 @@ func (b Bounds) String() string {
 	if len(b.Second) > 0 {
 		faults = 2
 	}
-	return fmt.Sprintf("at most %d fault(s) per schedule; first fault %v at every release; second fault %v at every later release; orders %v", faults, b.Faults, b.Second, orders)
+	where := "every release"
+	if len(b.Ops) > 0 {
+		where = fmt.Sprintf("every release of %v", b.Ops)
+	}
+	s := fmt.Sprintf("at most %d fault(s) per schedule; fault %v at %s", faults, b.Faults, where)
+	if faults == 2 {
+		s += fmt.Sprintf(", then %v at every later release", b.Second)
+	}
+	return s + fmt.Sprintf("; orders %v", orders)
 }
 
 // Explore runs the fault-free schedule, then one schedule per release of
@@ -121,6 +135,9 @@ func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
 		base := RunSchedule(t, w, Plan{Order: o})
 		all = append(all, base)
 		for step := 1; step <= base.Steps; step++ {
+			if len(b.Ops) > 0 && !slices.Contains(b.Ops, base.Ops[step-1]) {
+				continue
+			}
 			for _, k := range b.Faults {
 				one := RunSchedule(t, w, Plan{Step: step, Fault: k, Order: o})
 				all = append(all, one)

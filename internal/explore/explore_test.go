@@ -2,6 +2,7 @@ package explore
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,11 +18,13 @@ func TestFaultFreeSchedule(t *testing.T) {
 	}
 }
 
-// quickFaults are the fates of the quick bound: the crashes, a transient
-// error and a stall before and after the server applied the request.
-var quickFaults = []s3mem.Kind{s3mem.CrashBeforeSend, s3mem.CrashAfterApply, s3mem.SlowDown, s3mem.HangAfterApply}
+// quickFaults are the fates of the quick bound: the process dies after the
+// server applied the request. (A crash before
+// sending a call of a process that has nothing else in flight is a crash
+// after the call before it; make explore tries every fate.)
+var quickFaults = []s3mem.Kind{s3mem.CrashAfterApply}
 
-// TestExploreQuick enumerates one fault at every release of the stream
+// TestExploreQuick enumerates one fault at every release of the one-file
 // workload, in the First release order (every order and every fault kind
 // but Conflict, which has a test of its own, with S3ONCE_EXPLORE=wide).
 func TestExploreQuick(t *testing.T) {
@@ -43,21 +46,35 @@ func TestExploreQuick(t *testing.T) {
 // schedule (step13-conflict) until it was fixed. All three orders with
 // S3ONCE_EXPLORE=wide.
 func TestExploreConflictOnComplete(t *testing.T) {
-	b := Bounds{Faults: []s3mem.Kind{s3mem.Conflict}}
+	b := Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Ops: []s3mem.Op{s3mem.CompleteMultipartUpload}}
 	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
-		b.Orders = Orders
+		b = Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Orders: Orders}
 	}
-	explore(t, b)
+	start := time.Now()
+	results := Explore(t, DefaultStream(), b)
+	met := 0
+	for _, r := range results {
+		for _, l := range r.Trace {
+			if strings.Contains(l, string(s3mem.CompleteMultipartUpload)+" ") && strings.HasSuffix(l, "<- conflict") {
+				met++
+			}
+		}
+	}
+	if met == 0 {
+		t.Fatal("no completion met the 409")
+	}
+	report(t, "one", b, results, start, false)
 }
 
 func explore(t *testing.T, b Bounds) {
 	start := time.Now()
-	report(t, "one", b, Explore(t, DefaultStream(), b), start)
+	report(t, "one", b, Explore(t, DefaultStream(), b), start, true)
 }
 
-// report fails the test on the first violations, checks the faults bit,
-// and prints how many schedules were explored within which bounds.
-func report(t *testing.T, workload string, b Bounds, results []Result, start time.Time) {
+// report fails the test on the first violations, checks the faults bit
+// (some schedule needed an extra attempt) when bite is set, and prints how
+// many schedules were explored within which bounds.
+func report(t *testing.T, workload string, b Bounds, results []Result, start time.Time, bite bool) {
 	t.Helper()
 	failed, recovered := 0, 0
 	for _, r := range results {
@@ -71,7 +88,7 @@ func report(t *testing.T, workload string, b Bounds, results []Result, start tim
 			}
 		}
 	}
-	if recovered == 0 {
+	if bite && recovered == 0 {
 		t.Fatal("no schedule needed more attempts than the fault-free one: the faults never bit")
 	}
 	t.Logf("workload %s: explored %d schedules (%s) in %v; %d recovered in an extra attempt, %d with violations",
@@ -107,18 +124,5 @@ func TestExploreDuplicateCommit(t *testing.T) {
 			}
 		}
 		t.Logf("explored %d duplicate-commit schedules in %v", len(results), time.Since(start).Round(time.Millisecond))
-	}
-}
-
-// TestIssueWorkloadFaultFree: the issue's workload without faults: both
-// files committed, the first rewritten once after the rollback, the second
-// committed twice at once.
-func TestIssueWorkloadFaultFree(t *testing.T) {
-	for _, o := range Orders {
-		res := RunSchedule(t, IssueWorkload(), Plan{Order: o})
-		if len(res.Violations) > 0 || len(res.Errors) > 0 || res.Rewrites != 1 || res.Attempts != 2 {
-			t.Fatalf("want no violation, no error, one rewrite, two attempts:\n%s", res)
-		}
-		t.Logf("%s: %d releases, %d conflicts", res.Plan, res.Steps, res.Conflicts)
 	}
 }

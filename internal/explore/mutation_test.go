@@ -76,13 +76,13 @@ func TestMutantAbortOn409(t *testing.T) {
 }
 
 // TestMutantDropTail: recovery that forgets the token's tail (Flink's
-// writer on its recover-for-commit path). A crash after a persist, then a
-// recovery, leaves a file short of the tail's bytes.
+// writer on its recover-for-commit path). A crash before a persist's
+// side-object PUT, then a recovery from the persist before, leaves a file
+// short of that token's tail.
 func TestMutantDropTail(t *testing.T) {
 	w := DefaultStream()
-	base := RunSchedule(t, w, Plan{})
 	var plans []Plan
-	for s := 1; s <= base.Steps; s++ {
+	for _, s := range releasesOf(t, w, string(s3mem.PutObject), ".s3once/staging/s3mem-upload") {
 		plans = append(plans, Plan{Step: s, Fault: s3mem.CrashBeforeSend})
 	}
 	caughtBy(t, w, mutant.DropTail, "the run wrote", plans)
@@ -108,10 +108,11 @@ func TestMutantShortSettle(t *testing.T) {
 // be written again. Two faults.
 func TestMutantReusePersistKey(t *testing.T) {
 	w := DefaultStream()
-	base := RunSchedule(t, w, Plan{})
 	var plans []Plan
-	for _, s := range releasesOf(t, w, string(s3mem.PutObject), ".s3once") {
-		for s2 := s + 1; s2 <= base.Steps+2; s2++ {
+	for _, s := range releasesOf(t, w, string(s3mem.PutObject), ".s3once/staging/s3mem-upload") {
+		// The Late PUT lands behind the next side-object PUT, two or
+		// three releases on; the crash comes after that.
+		for s2 := s + 3; s2 <= s+6; s2++ {
 			plans = append(plans, Plan{Step: s, Fault: s3mem.Late, Step2: s2, Fault2: s3mem.CrashBeforeSend})
 		}
 	}

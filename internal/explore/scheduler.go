@@ -130,7 +130,8 @@ type scheduler struct {
 	pending []*held
 	steps   int
 	trace   []string
-	last    string // client of the last release
+	ops     []s3mem.Op // of each release
+	last    string     // client of the last release
 }
 
 func newScheduler(p Plan) *scheduler {
@@ -242,6 +243,7 @@ func (s *scheduler) drive(done <-chan struct{}) {
 			line += " <- " + k.String()
 		}
 		s.trace = append(s.trace, line)
+		s.ops = append(s.ops, c.Op)
 		h.release <- k
 	}
 }
