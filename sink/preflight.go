@@ -337,6 +337,14 @@ func (p *prober) run(ctx context.Context) {
 		p.add("conditional PutObject (If-None-Match: *)", "s3://"+bucket+"/"+res.ProbeKey, "", "use a server that honours If-None-Match; s3once cannot keep a key written once without it", err)
 	case err != nil:
 		p.classify("conditional PutObject (If-None-Match: *)", bucket, res.ProbeKey, "s3:PutObject", err)
+	case p.s.DisableChecksums && !res.ETagsAreMD5:
+		// Without part checksums, parts are recognised by their ETags; on a
+		// bucket whose ETags are not MD5s (SSE-KMS, SSE-C), a part uploaded
+		// again with the same bytes (a retry landing late, a zombie attempt)
+		// gets a new one, and the file can then never be committed.
+		p.add("part identity without checksums", "s3://"+bucket, "",
+			"this bucket's ETags are not MD5s of the bytes (SSE-KMS or SSE-C encryption): unset DisableChecksums (--s3-disable-checksums), or write to a bucket without that encryption",
+			errors.New("DisableChecksums is set and the server's ETags are not content hashes, so a re-uploaded part could never be recognised"))
 	}
 	// The committer deletes its probe; delete it again in the clean-up in
 	// case that failed (a missing key is no error there).
