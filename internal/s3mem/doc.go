@@ -39,7 +39,12 @@
 // unapplied, retried by the SDK where it has attempts left; Conflict (409
 // ConditionalRequestConflict, unapplied); Hang (never answered nor applied,
 // returns the context's error when the request's context is done) and
-// HangAfterApply (applied, then no answer).
+// HangAfterApply (applied, then no answer); Late (answered 500, unapplied,
+// then applied right after the same client's next applied PutObject: a
+// request that stalled in the server and lands behind a newer one);
+// CrashLagged (CrashAfterApply, and a completion's object shows only
+// Options.VisibleLag after its upload went, as servers drop an upload
+// before its object shows).
 //
 // # Semantics
 //
