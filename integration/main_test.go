@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // children are the programs the tests run, built together (one go build
 // shares the work) the first time one is needed.
-var children = []string{"pipelines/batch", "pipelines/streaming", "integration/internal/streamwriter"}
+var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter"}
 
 var (
 	buildOnce sync.Once
