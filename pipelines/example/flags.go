@@ -35,6 +35,7 @@ type SinkFlags struct {
 	PartSize        int64
 	Concurrency     int
 	InlineTailMax   int
+	FinalizeCommit  string
 
 	SkipPreflight    bool
 	PreflightTimeout time.Duration
@@ -62,6 +63,7 @@ func (f *SinkFlags) Register(fs *flag.FlagSet, defaultPrefix, defaultCompression
 	fs.Int64Var(&f.PartSize, "part-size", 0, "multipart part size in bytes, at least 5 MiB (0: 8 MiB)")
 	fs.IntVar(&f.Concurrency, "part-concurrency", 0, "parts uploaded at once per file (0: 4)")
 	fs.IntVar(&f.InlineTailMax, "inline-tail-max", 0, "largest tail carried inside a checkpoint instead of a side object; -1 never (0: 4 KiB)")
+	fs.StringVar(&f.FinalizeCommit, "finalize-commit", "", "commit at bundle finalization too: auto, always or never (empty: auto, which finalizes on Dataflow only)")
 
 	fs.BoolVar(&f.SkipPreflight, "skip-preflight", false, "do not check the bucket, permissions and conditional writes before running")
 	fs.DurationVar(&f.PreflightTimeout, "preflight-timeout", 2*time.Minute, "bound on the preflight")
@@ -90,5 +92,6 @@ func (f *SinkFlags) Config() sink.Config {
 		PartSize:           f.PartSize,
 		Concurrency:        f.Concurrency,
 		InlineTailMax:      f.InlineTailMax,
+		FinalizeCommit:     f.FinalizeCommit,
 	}
 }
