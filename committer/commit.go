@@ -32,7 +32,10 @@ type Result struct {
 	// the same bytes (a duplicate attempt). Nothing was written.
 	AlreadyCommitted bool
 	// UploadAborted: the token's upload was left over (another upload had
-	// already put the same bytes at the key) and was aborted.
+	// already put the same bytes at the key), was seen open by this call
+	// and was aborted. An upload that was already completed or gone is not
+	// reported, whatever the server answers to its abort (MinIO answers an
+	// abort of a completed upload with 204, as if it aborted something).
 	UploadAborted bool
 	// ReadBack: the server keeps no full-object checksum, so the object was
 	// read back to compute it.
@@ -102,13 +105,21 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 		}
 		if f.exists {
 			var parts []recoverable.Part
+			state := uploadUnknown
 			if f.matches(cr) && c.etagsAreMD5(cr.Bucket) {
 				// The upload is about to be discarded as left over: list
 				// its parts first, for the ETag check. An upload already
 				// gone or changed leaves the check to size and CRC.
-				parts, _, _ = c.verifyParts(ctx, cr)
+				var err error
+				parts, _, err = c.verifyParts(ctx, cr)
+				switch {
+				case err == nil:
+					state = uploadOpen
+				case errors.Is(err, recoverable.ErrNoSuchUpload):
+					state = uploadGone
+				}
 			}
-			return c.settle(ctx, op, cr, res, f, false, parts)
+			return c.settle(ctx, op, cr, res, f, false, parts, state)
 		}
 	}
 
@@ -143,7 +154,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				return res, fail(op, cr, fmt.Errorf("confirm completion: %w", lerr), hintUnverified)
 			}
 			if f.exists {
-				return c.settle(ctx, op, cr, res, f, true, parts)
+				return c.settle(ctx, op, cr, res, f, true, parts, uploadUnknown)
 			}
 			ambiguous = true
 			last = ErrUnconfirmed
@@ -154,8 +165,9 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			}
 			if f.exists {
 				// The upload was listed just before, so this completion was
-				// refused: whatever is at the key came from elsewhere.
-				return c.settle(ctx, op, cr, res, f, false, parts)
+				// refused: whatever is at the key came from elsewhere, and
+				// the upload is still open.
+				return c.settle(ctx, op, cr, res, f, false, parts, uploadOpen)
 			}
 			// The object went away between the two calls; try again.
 			last = err
@@ -174,7 +186,8 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			}
 			f, lerr := c.lookup(ctx, cr)
 			if lerr == nil && f.exists {
-				return c.settle(ctx, op, cr, res, f, false, parts)
+				// The server may have discarded the upload after the 409.
+				return c.settle(ctx, op, cr, res, f, false, parts, uploadUnknown)
 			}
 			last = fmt.Errorf("%w: %w", ErrConflict, err)
 		case IsRetryable(err) && ctx.Err() == nil:
@@ -197,10 +210,21 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 	return res, fail(op, cr, fmt.Errorf("complete multipart upload: giving up after %d rounds: %w", c.opts.MaxAttempts, last), "")
 }
 
+// uploadState is what a commit knows about the token's upload when it
+// settles: whether the upload was seen open or gone just before, or not
+// looked at.
+type uploadState int
+
+const (
+	uploadUnknown uploadState = iota
+	uploadOpen
+	uploadGone
+)
+
 // settle decides on an object found at the key. mine says a completion of
 // this call was acknowledged. parts are the token's parts as last listed, if
-// any (for the ETag check).
-func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool, parts []recoverable.Part) (Result, error) {
+// any (for the ETag check). state is what is known of the upload.
+func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool, parts []recoverable.Part, state uploadState) (Result, error) {
 	if !f.matches(cr) {
 		_, aerr := c.abortUpload(ctx, cr)
 		err := fmt.Errorf("%w: the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
@@ -210,11 +234,14 @@ func (c *Committer) settle(ctx context.Context, op string, cr recoverable.Commit
 	if mine {
 		// Servers acknowledge completions they did not carry out when an
 		// object is already at the key; then our upload is still open.
-		open, err := c.uploadOpen(ctx, cr)
+		open, err := c.isUploadOpen(ctx, cr)
 		if err != nil {
 			warns = append(warns, fmt.Errorf("check that the upload is gone: %w", err))
 		}
 		mine = !open
+		if open {
+			state = uploadOpen
+		}
 	}
 	if !mine {
 		// Another upload's object is about to be taken for ours, and ours
@@ -233,12 +260,14 @@ func (c *Committer) settle(ctx context.Context, op string, cr recoverable.Commit
 	} else {
 		res.AlreadyCommitted = true
 	}
-	// When another upload made the object, ours is left over: discard it.
-	return c.succeed(ctx, op, cr, res, f, !mine, warns)
+	// When another upload made the object, ours is left over: discard it,
+	// unless it is known to be gone already.
+	return c.succeed(ctx, op, cr, res, f, !mine && state != uploadGone, state, warns)
 }
 
-// uploadOpen tells whether the token's upload still exists.
-func (c *Committer) uploadOpen(ctx context.Context, cr recoverable.CommitRecoverable) (bool, error) {
+// isUploadOpen tells whether the token's upload still exists (one ListParts
+// of at most one part).
+func (c *Committer) isUploadOpen(ctx context.Context, cr recoverable.CommitRecoverable) (bool, error) {
 	_, err := call(ctx, c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
 		return c.client.ListParts(ctx, &s3.ListPartsInput{
 			Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID), MaxParts: aws.Int32(1),
@@ -289,7 +318,7 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 			} else {
 				res.AlreadyCommitted = true
 			}
-			return c.succeed(ctx, op, cr, res, f, false, nil)
+			return c.succeed(ctx, op, cr, res, f, false, uploadGone, nil)
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
@@ -311,15 +340,35 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 	return res, fail(op, cr, fmt.Errorf("%w: %s", ErrDataLost, waited), hintDataLost)
 }
 
-// succeed tidies up after a verified commit.
-func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, abort bool, warns []error) (Result, error) {
+// succeed tidies up after a verified commit. abort asks for the token's
+// upload to be discarded as left over; state is what is known of it.
+//
+// Result.UploadAborted must say that an open upload was discarded, and an
+// abort's reply cannot tell: MinIO answers 204 to the abort of an upload
+// that was completed, where S3 answers 404 NoSuchUpload. So an upload not
+// seen open by this call is looked at first (one ListParts of one part, on
+// this already-committed path only), and one found gone is left alone. If
+// that look fails, the upload is aborted all the same (clean-up is the
+// point) and not reported aborted: the failure is in Result.Warning.
+func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, abort bool, state uploadState, warns []error) (Result, error) {
 	res.ETag = f.etag
 	res.ReadBack = f.readBack
 	cctx, cancel := c.cleanupContext(ctx)
 	defer cancel()
+	if abort && state == uploadUnknown {
+		open, err := c.isUploadOpen(cctx, cr)
+		switch {
+		case err != nil:
+			warns = append(warns, fmt.Errorf("check whether the left-over upload is open: %w", err))
+		case open:
+			state = uploadOpen
+		default:
+			abort = false
+		}
+	}
 	if abort {
 		aborted, err := c.abortUpload(cctx, cr)
-		res.UploadAborted = aborted
+		res.UploadAborted = aborted && state == uploadOpen
 		if err != nil {
 			warns = append(warns, err)
 		}

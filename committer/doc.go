@@ -44,7 +44,12 @@
 //     then turned out completed. Result.AlreadyCommitted when the object was
 //     there already, made by an earlier commit of the same token or by another
 //     upload that wrote the same bytes; in that case our own upload is left
-//     over and is aborted.
+//     over and is aborted. Result.UploadAborted reports only an upload this
+//     call saw open: the abort's reply says nothing (MinIO answers 204 to
+//     the abort of a completed upload, S3 404 NoSuchUpload), so where the
+//     commit has not just listed the upload it checks first with one
+//     ListParts of one part (on this already-committed path only), and does
+//     not abort an upload found gone.
 //   - The key holds other bytes (412, or found by the look): ErrKeyTaken. The
 //     object is left intact; the token's upload is aborted.
 //   - The upload is gone (NoSuchUpload) and nothing is at the key: see

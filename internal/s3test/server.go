@@ -34,11 +34,10 @@
 //     TestConformanceMinIO/EmptyFile, committer TestOnMinIO/CommitEmptyFile).
 //   - Aborting a completed upload: MinIO answers 204, as if it aborted
 //     something; versitygw (and AWS) answer 404 NoSuchUpload. The committer
-//     takes the 204 as "aborted": after a second commit of a committed file
-//     it reports UploadAborted, which committer TestOnMinIO/CommitTwice
-//     flags. Harmless to the data (the object stays), but the result is
-//     wrong; the committer could skip the abort once it knows the upload
-//     was completed.
+//     therefore looks at the upload (ListParts) before it aborts one on its
+//     already-committed path and reports UploadAborted only for an upload
+//     it saw open (committer TestOnMinIO/CommitTwice,
+//     TestUploadAbortedOnlyWhenOpen).
 //   - Listing uploads: MinIO's ListMultipartUploads matches Prefix only as a
 //     whole key: "dir/" lists none of the uploads under dir/, "dir/a" lists
 //     dir/a's, and no prefix lists all. versitygw filters by prefix as AWS
