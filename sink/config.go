@@ -3,6 +3,7 @@ package sink
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -400,14 +401,35 @@ func finalizeMode(setting, runner string, supported bool) (string, error) {
 // a compressed member ends and a checkpoint may be taken.
 func (s settings) syncBytes() int64 { return min(s.CheckpointBytes, 1<<20) }
 
+// checkBucket checks a bucket name against S3's naming rules, as far as
+// every existing bucket follows them: 3 to 255 characters (63 for buckets
+// made since 2018; older ones in us-east-1 may have up to 255, upper case and
+// underscores), letters, digits, '.', '-' and '_', starting and ending with a
+// letter or a digit, no "..", and not an IPv4 address. A name outside them cannot be a bucket, so it is
+// refused here, in one line, before any S3 call.
 func checkBucket(b string) error {
 	switch {
 	case b == "":
 		return errors.New("Bucket is required")
-	case len(b) > 255:
-		return fmt.Errorf("Bucket %q is longer than 255 bytes", b)
-	case strings.ContainsAny(b, "/ \t\r\n"):
+	case strings.ContainsAny(b, "/:"):
 		return fmt.Errorf("Bucket %q must be a bucket name, not a path or URL", b)
+	case len(b) < 3 || len(b) > 255:
+		return fmt.Errorf("Bucket %q is %d characters long; bucket names have 3 to 63 (255 for some older buckets)", b, len(b))
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return fmt.Errorf("Bucket %q holds %q; bucket names have lower-case letters, digits, '.' and '-' only", b, c)
+		}
+	}
+	alnum := func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+	switch {
+	case !alnum(b[0]) || !alnum(b[len(b)-1]):
+		return fmt.Errorf("Bucket %q must start and end with a letter or a digit", b)
+	case strings.Contains(b, ".."):
+		return fmt.Errorf("Bucket %q holds \"..\"; bucket names never do", b)
+	case net.ParseIP(b) != nil:
+		return fmt.Errorf("Bucket %q is an IP address, not a bucket name", b)
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func connectionSettings(c Config) (settings, bool) {
 		return s, false
 	}
 	if s.Endpoint != "" {
-		if err := (Config{Bucket: "b", Endpoint: s.Endpoint}).Validate(); err != nil {
+		if err := (Config{Bucket: "bucket", Endpoint: s.Endpoint}).Validate(); err != nil {
 			return s, false
 		}
 	}

@@ -130,9 +130,10 @@ func TestPreflightReportsConfigAndS3Together(t *testing.T) {
 func TestPreflightUnusableConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{Bucket: ""},
-		{Bucket: "b", Endpoint: "ftp://x"},
-		{Bucket: "b", Prefix: "/abs"},
-		{Bucket: "b", AccessKeyID: "only-half"},
+		{Bucket: "ab"},
+		{Bucket: "bucket", Endpoint: "ftp://x"},
+		{Bucket: "bucket", Prefix: "/abs"},
+		{Bucket: "bucket", AccessKeyID: "only-half"},
 	} {
 		pe := preflightError(t, Preflight(preflightContext(t), cfg))
 		if len(pe.Problems) != 1 || !errors.Is(pe.Problems[0].Err, ErrInvalidConfig) || len(pe.Unchecked) == 0 {
