@@ -117,8 +117,9 @@
 // the two-file workload, orders First and Alternate; TestExploreQuick,
 // every fate but 409 in every order; TestExploreConflictOnComplete, a 409
 // at every release in every order; TestExploreDuplicateCommit, a crash
-// after applying at every release, order Alternate. Its count and time are
-// in the README ("Which test proves what").
+// after applying at every release, order Alternate. Measured (no -race, 2
+// cores under load): 1,010 + 1,806 + 411 + 54 + 29 (+3) = 3,313 schedules,
+// none with a violation, in 12 min 37 s (362 s user + 70 s system CPU).
 //
 // Not explored: more than two faults per schedule, orderings beyond the
 // three release policies (no preemption bound), two faults on the two-file
