@@ -155,6 +155,10 @@
 // objects under the staging prefix last modified before it; it never touches
 // anything younger, and a dry run only counts. Ages are measured by the
 // server's clock (the Date header of its replies), never the local one.
+// Uploads are listed without a Prefix, from the folder's name on (KeyMarker),
+// and filtered by key here: MinIO matches a listing's Prefix as a whole key
+// and would list none of the uploads under a folder. The cost is at most one
+// page (1,000 uploads on S3) of uploads past each folder.
 //
 // The sweep removes only s3once's own left-overs (internal package ownkeys):
 // both prefixes are folders ("events" never holds "events-v2/"); it aborts

@@ -240,21 +240,38 @@ func (f *failureList) err() error {
 
 // sweepUploads aborts the stale multipart uploads under folder whose keys are
 // s3once's (own); the others are counted as NotOwn and left alone.
+//
+// The listing sends no Prefix: MinIO matches a listing's Prefix as a whole
+// key, so "out/" would list none of the uploads under out/. It starts after
+// the folder's name instead (KeyMarker: every key under the folder sorts
+// after it), keeps only the keys under the folder, and stops after the first
+// page that ends past the folder. The cost over a prefixed listing is at
+// most one page of other keys' uploads; a server that ignored the marker
+// would cost the pages sorted before the folder too, never a wrong answer.
 func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder string, own func(key string) (own, skip bool), rep *SweepReport, failures *failureList, progress func()) error {
 	var keyMarker, idMarker *string
+	if folder != "" {
+		keyMarker = aws.String(folder)
+	}
 	for {
 		out, err := call(ctx, c, "list multipart uploads", func(ctx context.Context) (*s3.ListMultipartUploadsOutput, error) {
 			return c.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
-				Bucket: aws.String(so.Bucket), Prefix: aws.String(folder),
-				KeyMarker: keyMarker, UploadIdMarker: idMarker,
+				Bucket: aws.String(so.Bucket), KeyMarker: keyMarker, UploadIdMarker: idMarker,
 			})
 		})
 		if err != nil {
 			return err
 		}
 		var stale []types.MultipartUpload
+		past := false // the page ends past the folder
 		for _, u := range out.Uploads {
-			mine, skip := own(aws.ToString(u.Key))
+			key := aws.ToString(u.Key)
+			if !strings.HasPrefix(key, folder) {
+				past = key > folder
+				continue
+			}
+			past = false
+			mine, skip := own(key)
 			if skip {
 				continue
 			}
@@ -296,7 +313,7 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !aws.ToBool(out.IsTruncated) || (aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == "") {
+		if past || !aws.ToBool(out.IsTruncated) || (aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == "") {
 			return nil
 		}
 		keyMarker, idMarker = out.NextKeyMarker, out.NextUploadIdMarker

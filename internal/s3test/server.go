@@ -41,11 +41,10 @@
 //   - Listing uploads: MinIO's ListMultipartUploads matches Prefix only as a
 //     whole key: "dir/" lists none of the uploads under dir/, "dir/a" lists
 //     dir/a's, and no prefix lists all. versitygw filters by prefix as AWS
-//     does. The sweep lists with the output prefix, so on MinIO it finds no
-//     upload to abort (committer TestOnMinIO/SweepRemovesExactlyTheStale and
-//     SweepOlderThanByServerClock); listing without a prefix and filtering
-//     keys client-side would work on both. Until then, MinIO's own expiry of
-//     stale uploads (24 hours by default) is the only backstop there.
+//     does. The sweep therefore lists without a prefix, from the folder's
+//     name on (KeyMarker, which both honour), and filters keys itself
+//     (committer TestOnMinIO/SweepRemovesExactlyTheStale,
+//     SweepOlderThanByServerClock, TestSweepListsOnlyItsFolders).
 //   - SSE-KMS: MinIO started with a static key (MINIO_KMS_SECRET_KEY,
 //     Options.KMSSecretKey) encrypts parts uploaded with
 //     x-amz-server-side-encryption: aws:kms, and their ETags are not MD5s of
