@@ -20,10 +20,15 @@ import (
 // meant to. This is what the embedded runner cannot show: recovery from a
 // token across a process death, the tail included.
 func TestTokenRecoveryAcrossProcessDeath(t *testing.T) {
-	seeds := max(envInt("S3ONCE_CRASH_LOOPS", 5)/2, 3)
+	tokenRecovery(t, s3test.Options{}, max(envInt("S3ONCE_CRASH_LOOPS", 5)/2, 3))
+}
+
+// tokenRecovery runs the test above against the server opts start, for
+// seeds files.
+func tokenRecovery(t *testing.T, opts s3test.Options, seeds int) {
 	base := crashSeed()
 	bin := binary(t, "integration/internal/streamwriter")
-	srv := s3test.Start(t, s3test.Options{})
+	srv := s3test.Start(t, opts)
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})
 	env := childEnv(s3test.AccessKey, s3test.SecretKey)
 
