@@ -50,12 +50,15 @@ test: tools vet
 FUZZTIME ?= 30s
 CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
 SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch
+OWNKEYS_FUZZ := FuzzKeys
 
 fuzz:
 	set -e; for f in $(CODER_FUZZ); do \
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./coder/; \
 	done; for f in $(SINK_FUZZ); do \
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./sink/; \
+	done; for f in $(OWNKEYS_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/ownkeys/; \
 	done
 
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,15 @@ const childEnv = "S3ONCE_SINK_CHILD"
 func TestMain(m *testing.M) {
 	if ep := os.Getenv(childEnv); ep != "" {
 		endpoint = ep
+		os.Exit(ptest.MainRet(m))
+	}
+	// Fuzzing a decoder needs no server: `make fuzz` runs on a machine
+	// without the tools installed.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(ptest.MainRet(m))
+	}
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
 		os.Exit(ptest.MainRet(m))
 	}
 	var err error
