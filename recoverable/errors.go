@@ -29,6 +29,19 @@ var (
 	ErrInvalidOptions = errors.New("invalid options")
 )
 
+// IsArtifactLost reports whether a recovery failed because something the
+// token references is gone or altered: the upload (ErrNoSuchUpload), its
+// parts (ErrPartsChanged) or its tail (ErrSideObjectMissing,
+// ErrTailCorrupt). Asking again cannot help; the file can only be written
+// again from its first byte, under a new upload. Transient failures
+// (network, throttling, timeouts) and invalid tokens are not such losses.
+func IsArtifactLost(err error) bool {
+	return errors.Is(err, ErrNoSuchUpload) ||
+		errors.Is(err, ErrSideObjectMissing) ||
+		errors.Is(err, ErrTailCorrupt) ||
+		errors.Is(err, ErrPartsChanged)
+}
+
 // Error is a failure tied to one file's upload. It names the bucket, key and
 // upload, and says what an operator can do about it.
 type Error struct {

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -333,14 +332,9 @@ func (w *fileWriter) recover(token []byte) error {
 
 // mustRewrite tells whether a failed recovery calls for writing the file
 // again: the token's upload is gone, or its parts or tail are missing or
-// altered. Transient failures (network, throttling, timeouts) do not: the
-// runner retries the bundle.
-func mustRewrite(err error) bool {
-	return errors.Is(err, recoverable.ErrNoSuchUpload) ||
-		errors.Is(err, recoverable.ErrSideObjectMissing) ||
-		errors.Is(err, recoverable.ErrTailCorrupt) ||
-		errors.Is(err, recoverable.ErrPartsChanged)
-}
+// altered (recoverable.IsArtifactLost). Transient failures (network,
+// throttling, timeouts) do not: the runner retries the bundle.
+func mustRewrite(err error) bool { return recoverable.IsArtifactLost(err) }
 
 // rewrite writes the records the file of rest held at its checkpoint again,
 // from its first (rest.Start - rest.FileRecords), as a new upload, with the

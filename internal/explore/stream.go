@@ -263,7 +263,7 @@ func (r *runner) file(ctx context.Context, name string, n int, client *s3.Client
 		s, err = w.Recover(ctx, *f.rr)
 		if err == nil {
 			pos = int(f.rr.Size())
-		} else if !dead() && mustRewrite(err) {
+		} else if !dead() && recoverable.IsArtifactLost(err) {
 			r.rewriteJustified(ctx, f, err)
 			r.out.rewrites++
 			rewrite = true
@@ -319,15 +319,6 @@ func (r *runner) file(ctx context.Context, name string, n int, client *s3.Client
 	}
 	f.done = true
 	return nil
-}
-
-// mustRewrite tells, as the sink's writer does, whether a failed recovery
-// calls for writing the file again.
-func mustRewrite(err error) bool {
-	return errors.Is(err, recoverable.ErrNoSuchUpload) ||
-		errors.Is(err, recoverable.ErrSideObjectMissing) ||
-		errors.Is(err, recoverable.ErrTailCorrupt) ||
-		errors.Is(err, recoverable.ErrPartsChanged)
 }
 
 // rewriteJustified checks a recovery that calls for a rewrite: nothing but
