@@ -343,7 +343,7 @@ func (p *prober) run(ctx context.Context) {
 		// again with the same bytes (a retry landing late, a zombie attempt)
 		// gets a new one, and the file can then never be committed.
 		p.add("part identity without checksums", "s3://"+bucket, "",
-			"this bucket's ETags are not MD5s of the bytes (SSE-KMS or SSE-C encryption): unset DisableChecksums (--s3-disable-checksums), or write to a bucket without that encryption",
+			"this bucket's ETags are not MD5s of the bytes (SSE-KMS or SSE-C encryption): unset Config.DisableChecksums, or write to a bucket without that encryption",
 			errors.New("DisableChecksums is set and the server's ETags are not content hashes, so a re-uploaded part could never be recognised"))
 	}
 	// The committer deletes its probe; delete it again in the clean-up in
@@ -523,7 +523,7 @@ func (p *prober) classify(what, bucket, key, perm string, err error) {
 		if ep == "" {
 			ep = "AWS S3"
 		}
-		p.add("reach the S3 endpoint", ep, "", "check --s3-endpoint (or Config.Endpoint), that the server runs, and the network", err)
+		p.add("reach the S3 endpoint", ep, "", "check Config.Endpoint, that the server runs, and the network", err)
 	case credentialsProblem(err):
 		p.fatal = true
 		p.add("authenticate", "", "", "the credentials were rejected or none were found: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE (or Config.AccessKeyID and SecretAccessKey) and the clock", err)
@@ -532,11 +532,11 @@ func (p *prober) classify(what, bucket, key, perm string, err error) {
 		p.add("find the bucket", "s3://"+bucket, "", "create the bucket, or fix the bucket name", err)
 	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status(err) == http.StatusMovedPermanently:
 		p.fatal = true
-		p.add("reach the bucket in its region", "s3://"+bucket, "", "set the bucket's region (--s3-region, Config.Region or AWS_REGION)", err)
+		p.add("reach the bucket in its region", "s3://"+bucket, "", "set the bucket's region (Config.Region or AWS_REGION)", err)
 	case code == "AccessDenied" || status(err) == http.StatusForbidden:
 		p.add(what, target, perm, "", err)
 	case !p.s.DisableChecksums && checksumRejected(err):
-		p.add(what, target, "", "the server rejects the CRC64NVME checksum headers: set DisableChecksums (--s3-disable-checksums)", err)
+		p.add(what, target, "", "the server rejects the CRC64NVME checksum headers: set Config.DisableChecksums", err)
 	default:
 		p.add(what, target, "", "", err)
 	}

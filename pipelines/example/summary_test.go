@@ -102,3 +102,11 @@ func TestResultsDeduplicates(t *testing.T) {
 		t.Error("Results did not forget the run")
 	}
 }
+
+func TestWithFlagNames(t *testing.T) {
+	got := withFlagNames("check Config.Endpoint, that the server runs; set Config.DisableChecksums; region (Config.Region or AWS_REGION)")
+	want := "check --s3-endpoint, that the server runs; set --s3-disable-checksums; region (--s3-region or AWS_REGION)"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
