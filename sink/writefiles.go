@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -253,7 +254,15 @@ type fileWriter struct {
 func (w *fileWriter) key() string { return fileKey(w.fn.S, w.fn.ext, w.b, w.index) }
 
 // fail names the file in err.
+//
+// An error that already names the file (a *recoverable.Error for the same
+// bucket and key) only gets the sink's prefix, so the message says the key
+// once.
 func (w *fileWriter) fail(what string, err error) error {
+	var re *recoverable.Error
+	if errors.As(err, &re) && re.Bucket == w.fn.S.Bucket && re.Key == w.key() {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
 	return fmt.Errorf("s3once sink: %s s3://%s/%s: %w", what, w.fn.S.Bucket, w.key(), err)
 }
 
