@@ -141,9 +141,9 @@ func Preflight(ctx context.Context, cfg Config) error {
 	s, err := cfg.settings()
 	if err != nil {
 		pe.Problems = append(pe.Problems, PreflightProblem{Check: "check the configuration", Err: err})
-		var ok bool
-		if s, ok = connectionSettings(cfg); !ok {
-			pe.Unchecked = append(pe.Unchecked, "every S3 call (the configuration names no usable bucket, endpoint or credentials)")
+		var why string
+		if s, why = connectionSettings(cfg); why != "" {
+			pe.Unchecked = append(pe.Unchecked, "every S3 call ("+why+")")
 			return pe
 		}
 	}
@@ -157,9 +157,9 @@ func Preflight(ctx context.Context, cfg Config) error {
 }
 
 // connectionSettings keeps what the S3 checks need of an invalid Config, if
-// that part of it is sound.
-func connectionSettings(c Config) (settings, bool) {
-	s := settings{
+// that part of it is sound; otherwise why says which part is not.
+func connectionSettings(c Config) (s settings, why string) {
+	s = settings{
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
 		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
 		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
@@ -168,19 +168,24 @@ func connectionSettings(c Config) (settings, bool) {
 	if s.StagingPrefix == "" {
 		s.StagingPrefix = recoverable.DefaultStagingPrefix
 	}
-	if checkBucket(s.Bucket) != nil || (s.AccessKeyID == "") != (s.SecretAccessKey == "") || s.MaxAttempts < 0 {
-		return s, false
+	switch {
+	case checkBucket(s.Bucket) != nil:
+		return s, "the bucket name is not usable"
+	case (s.AccessKeyID == "") != (s.SecretAccessKey == ""):
+		return s, "the credentials are incomplete"
+	case s.MaxAttempts < 0:
+		return s, "MaxAttempts is negative"
 	}
 	if s.Endpoint != "" {
 		if err := (Config{Bucket: "bucket", Endpoint: s.Endpoint}).Validate(); err != nil {
-			return s, false
+			return s, "the endpoint is not usable"
 		}
 	}
 	if checkPath("Prefix", s.Prefix, MaxPrefixLen) != nil ||
 		checkPath("StagingPrefix", strings.TrimSuffix(s.StagingPrefix, "/"), MaxPrefixLen) != nil {
-		return s, false
+		return s, "the prefixes are not usable, so no probe key can be named"
 	}
-	return s, true
+	return s, ""
 }
 
 // preflight runs the S3 checks over api and returns pe if it holds problems.

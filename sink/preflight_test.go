@@ -128,16 +128,23 @@ func TestPreflightReportsConfigAndS3Together(t *testing.T) {
 }
 
 func TestPreflightUnusableConfig(t *testing.T) {
-	for _, cfg := range []Config{
-		{Bucket: ""},
-		{Bucket: "ab"},
-		{Bucket: "bucket", Endpoint: "ftp://x"},
-		{Bucket: "bucket", Prefix: "/abs"},
-		{Bucket: "bucket", AccessKeyID: "only-half"},
+	for _, tc := range []struct {
+		cfg Config
+		why string // what the note on the unchecked calls must say
+	}{
+		{Config{Bucket: ""}, "bucket name"},
+		{Config{Bucket: "ab"}, "bucket name"},
+		{Config{Bucket: "bucket", Endpoint: "ftp://x"}, "endpoint"},
+		{Config{Bucket: "bucket", Prefix: "/abs"}, "prefixes"},
+		{Config{Bucket: "bucket", AccessKeyID: "only-half"}, "credentials"},
 	} {
-		pe := preflightError(t, Preflight(preflightContext(t), cfg))
-		if len(pe.Problems) != 1 || !errors.Is(pe.Problems[0].Err, ErrInvalidConfig) || len(pe.Unchecked) == 0 {
-			t.Errorf("%+v: want one configuration problem and the S3 calls unchecked, got %+v", cfg, pe)
+		pe := preflightError(t, Preflight(preflightContext(t), tc.cfg))
+		if len(pe.Problems) != 1 || !errors.Is(pe.Problems[0].Err, ErrInvalidConfig) || len(pe.Unchecked) != 1 {
+			t.Errorf("%+v: want one configuration problem and the S3 calls unchecked, got %+v", tc.cfg, pe)
+			continue
+		}
+		if !strings.Contains(pe.Unchecked[0], tc.why) {
+			t.Errorf("%+v: the unchecked calls' note %q does not name the %s", tc.cfg, pe.Unchecked[0], tc.why)
 		}
 	}
 }
