@@ -98,7 +98,7 @@ func TestWindowName(t *testing.T) {
 }
 
 func TestFileKey(t *testing.T) {
-	st, err := testConfig("b", "out/").settings()
+	st, err := testConfig("bucket", "out/").settings()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func windowDestination(w beam.Window, s string) string {
 // TestEncodeDestination calls the encoder with a window-taking destination
 // the way a worker does: decoded from its JSON.
 func TestEncodeDestination(t *testing.T) {
-	st, err := testConfig("b", "out").settings()
+	st, err := testConfig("bucket", "out").settings()
 	if err != nil {
 		t.Fatal(err)
 	}
