@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 )
 
@@ -21,7 +22,7 @@ func wide() bool { return os.Getenv("S3ONCE_EXPLORE") == "wide" }
 // test takes the calls that matter, and make explore the rest.
 func TestExploreIssue(t *testing.T) {
 	start := time.Now()
-	b := Bounds{Faults: []s3mem.Kind{s3mem.CrashAfterApply}, Ops: []s3mem.Op{s3mem.CompleteMultipartUpload, s3mem.AbortMultipartUpload}}
+	b := Bounds{Faults: []s3mem.Kind{s3mem.CrashAfterApply}, Ops: []s3mem.Op{s3fault.CompleteMultipartUpload, s3fault.AbortMultipartUpload}}
 	if wide() {
 		b = Bounds{Faults: s3mem.Kinds, Orders: []Order{First, Alternate}}
 	}

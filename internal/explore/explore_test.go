@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 )
 
@@ -46,7 +47,7 @@ func TestExploreQuick(t *testing.T) {
 // schedule (step13-conflict) until it was fixed. All three orders with
 // S3ONCE_EXPLORE=wide.
 func TestExploreConflictOnComplete(t *testing.T) {
-	b := Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Ops: []s3mem.Op{s3mem.CompleteMultipartUpload}}
+	b := Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Ops: []s3mem.Op{s3fault.CompleteMultipartUpload}}
 	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
 		b = Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Orders: Orders}
 	}
@@ -55,7 +56,7 @@ func TestExploreConflictOnComplete(t *testing.T) {
 	met := 0
 	for _, r := range results {
 		for _, l := range r.Trace {
-			if strings.Contains(l, string(s3mem.CompleteMultipartUpload)+" ") && strings.HasSuffix(l, "<- conflict") {
+			if strings.Contains(l, string(s3fault.CompleteMultipartUpload)+" ") && strings.HasSuffix(l, "<- conflict") {
 				met++
 			}
 		}

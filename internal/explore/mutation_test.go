@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/internal/mutant"
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 )
 
@@ -69,7 +70,7 @@ next:
 func TestMutantAbortOn409(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
-	for _, s := range releasesOf(t, w, string(s3mem.CompleteMultipartUpload)) {
+	for _, s := range releasesOf(t, w, string(s3fault.CompleteMultipartUpload)) {
 		plans = append(plans, Plan{Step: s, Fault: s3mem.Conflict})
 	}
 	caughtBy(t, w, mutant.AbortOn409, "which a checkpoint references", plans)
@@ -82,7 +83,7 @@ func TestMutantAbortOn409(t *testing.T) {
 func TestMutantDropTail(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
-	for _, s := range releasesOf(t, w, string(s3mem.PutObject), ".s3once/staging/s3mem-upload") {
+	for _, s := range releasesOf(t, w, string(s3fault.PutObject), ".s3once/staging/s3mem-upload") {
 		plans = append(plans, Plan{Step: s, Fault: s3mem.CrashBeforeSend})
 	}
 	caughtBy(t, w, mutant.DropTail, "the run wrote", plans)
@@ -95,7 +96,7 @@ func TestMutantDropTail(t *testing.T) {
 func TestMutantShortSettle(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
-	for _, s := range releasesOf(t, w, string(s3mem.CompleteMultipartUpload)) {
+	for _, s := range releasesOf(t, w, string(s3fault.CompleteMultipartUpload)) {
 		plans = append(plans, Plan{Step: s, Fault: s3mem.CrashLagged})
 	}
 	caughtBy(t, w, mutant.ShortSettle, "lost, yet it holds the file", plans)
@@ -109,7 +110,7 @@ func TestMutantShortSettle(t *testing.T) {
 func TestMutantReusePersistKey(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
-	for _, s := range releasesOf(t, w, string(s3mem.PutObject), ".s3once/staging/s3mem-upload") {
+	for _, s := range releasesOf(t, w, string(s3fault.PutObject), ".s3once/staging/s3mem-upload") {
 		// The Late PUT lands behind the next side-object PUT, two or
 		// three releases on; the crash comes after that.
 		for s2 := s + 3; s2 <= s+6; s2++ {

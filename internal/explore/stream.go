@@ -17,6 +17,7 @@ import (
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/mutant"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -427,7 +428,7 @@ func (r *runner) check(ctx context.Context, decoys map[string][]byte) {
 		if !scheduled(call.Client) {
 			continue
 		}
-		if i, ok := r.checkpointed[call.UploadID]; ok && call.Op == s3mem.AbortMultipartUpload && call.Applied && call.Status < 300 && !r.files[i].done {
+		if i, ok := r.checkpointed[call.UploadID]; ok && call.Op == s3fault.AbortMultipartUpload && call.Applied && call.Status < 300 && !r.files[i].done {
 			bad("%s aborted upload %s, which a checkpoint references (only commit, cleanup and the sweep may destroy it)", call.Client, call.UploadID)
 		}
 		if call.Key == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/internal/s3test"
 )
@@ -40,7 +41,7 @@ func TestCrashBeforeSendIsFinal(t *testing.T) {
 	bucket := f.Bucket()
 	w := f.NewClient(s3mem.ClientOptions{Name: "writer", MaxAttempts: 3})
 	other := f.NewClient(s3mem.ClientOptions{})
-	f.Inject(s3mem.Fault{Op: s3mem.PutObject, Key: "a", Kind: s3mem.CrashBeforeSend})
+	f.Inject(s3mem.Fault{Op: s3fault.PutObject, Key: "a", Kind: s3mem.CrashBeforeSend})
 	_, err := w.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("a"), Body: bytes.NewReader([]byte("x"))})
 	if !errors.Is(err, s3mem.ErrCrashed) {
 		t.Fatalf("crashed put: %v, want ErrCrashed", err)
@@ -85,7 +86,7 @@ func TestCrashAfterApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Inject(s3mem.Fault{Op: s3mem.CompleteMultipartUpload, Client: "w", Kind: s3mem.CrashAfterApply})
+	f.Inject(s3mem.Fault{Op: s3fault.CompleteMultipartUpload, Client: "w", Kind: s3mem.CrashAfterApply})
 	_, err = w.CompleteMultipartUpload(context.Background(), &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: aws.String("k"), UploadId: out.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}}})
 	if !errors.Is(err, s3mem.ErrCrashed) {
@@ -107,14 +108,14 @@ func TestTransientErrorsRetriedBySDK(t *testing.T) {
 		f := s3mem.New(s3mem.Options{})
 		bucket := f.Bucket()
 		c := f.NewClient(s3mem.ClientOptions{MaxAttempts: 3})
-		f.Inject(s3mem.Fault{Op: s3mem.PutObject, Attempt: 1, Kind: s3mem.SlowDown})
-		f.Inject(s3mem.Fault{Op: s3mem.PutObject, Attempt: 2, Kind: s3mem.InternalError})
+		f.Inject(s3mem.Fault{Op: s3fault.PutObject, Attempt: 1, Kind: s3mem.SlowDown})
+		f.Inject(s3mem.Fault{Op: s3fault.PutObject, Attempt: 2, Kind: s3mem.InternalError})
 		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("k"), Body: bytes.NewReader([]byte("v"))}); err != nil {
 			t.Fatalf("put with two transient failures and three attempts: %v", err)
 		}
 		var got []string
 		for _, c := range f.Calls() {
-			if c.Op == s3mem.PutObject {
+			if c.Op == s3fault.PutObject {
 				got = append(got, c.Fault.String()+"/"+http.StatusText(c.Status))
 			}
 		}
@@ -122,7 +123,7 @@ func TestTransientErrorsRetriedBySDK(t *testing.T) {
 			t.Fatalf("attempts %v, want %s", got, want)
 		}
 		// Without retries the error is the SDK's, with S3's code.
-		f.Inject(s3mem.Fault{Op: s3mem.HeadObject, Kind: s3mem.SlowDown})
+		f.Inject(s3mem.Fault{Op: s3fault.HeadObject, Kind: s3mem.SlowDown})
 		_, err := f.NewClient(s3mem.ClientOptions{}).HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("k")})
 		if status(err) != 503 {
 			t.Fatalf("HEAD with SlowDown: %v, want a 503", err)
@@ -148,8 +149,8 @@ func TestHangUntilContextDone(t *testing.T) {
 		f := s3mem.New(s3mem.Options{})
 		bucket := f.Bucket()
 		c := f.NewClient(s3mem.ClientOptions{})
-		f.Inject(s3mem.Fault{Op: s3mem.PutObject, Key: "a", Kind: s3mem.Hang})
-		f.Inject(s3mem.Fault{Op: s3mem.PutObject, Key: "b", Kind: s3mem.HangAfterApply})
+		f.Inject(s3mem.Fault{Op: s3fault.PutObject, Key: "a", Kind: s3mem.Hang})
+		f.Inject(s3mem.Fault{Op: s3fault.PutObject, Key: "b", Kind: s3mem.HangAfterApply})
 		for _, key := range []string{"a", "b"} {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -173,7 +174,7 @@ func TestGateConflict(t *testing.T) {
 		var mu sync.Mutex
 		held := map[string]chan struct{}{} // by upload ID
 		f := s3mem.New(s3mem.Options{Gate: func(ctx context.Context, c s3mem.Call) (s3mem.Kind, error) {
-			if c.Op != s3mem.CompleteMultipartUpload {
+			if c.Op != s3fault.CompleteMultipartUpload {
 				return 0, nil
 			}
 			ch := make(chan struct{})

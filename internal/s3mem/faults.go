@@ -3,29 +3,21 @@ package s3mem
 import (
 	"errors"
 	"fmt"
+
+	"github.com/s3once/s3once/internal/s3fault"
 )
 
-// Op names an S3 operation the Fake serves.
-type Op string
+// Op names an S3 operation. The operations s3once calls are listed once,
+// in internal/s3fault (s3fault.Ops, s3fault.PutObject, ...); the Fake serves
+// those, and the bucket calls below that tests make.
+type Op = s3fault.Op
 
-// The operations the Fake serves. Anything else gets 501 NotImplemented.
+// The operations the Fake serves beyond s3fault.Ops. Anything else gets 501
+// NotImplemented and is logged as Unsupported.
 const (
-	CreateBucket                    Op = "CreateBucket"
-	HeadBucket                      Op = "HeadBucket"
-	CreateMultipartUpload           Op = "CreateMultipartUpload"
-	UploadPart                      Op = "UploadPart"
-	ListParts                       Op = "ListParts"
-	CompleteMultipartUpload         Op = "CompleteMultipartUpload"
-	AbortMultipartUpload            Op = "AbortMultipartUpload"
-	ListMultipartUploads            Op = "ListMultipartUploads"
-	PutObject                       Op = "PutObject"
-	GetObject                       Op = "GetObject"
-	HeadObject                      Op = "HeadObject"
-	DeleteObject                    Op = "DeleteObject"
-	DeleteObjects                   Op = "DeleteObjects"
-	ListObjectsV2                   Op = "ListObjectsV2"
-	GetBucketLifecycleConfiguration Op = "GetBucketLifecycleConfiguration"
-	Unsupported                     Op = "Unsupported"
+	CreateBucket Op = "CreateBucket"
+	HeadBucket   Op = "HeadBucket"
+	Unsupported  Op = "Unsupported"
 )
 
 // Kind is what a fault does to a request.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 )
 
@@ -33,7 +34,7 @@ func TestCrashLagged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Inject(s3mem.Fault{Op: s3mem.CompleteMultipartUpload, Kind: s3mem.CrashLagged})
+		f.Inject(s3mem.Fault{Op: s3fault.CompleteMultipartUpload, Kind: s3mem.CrashLagged})
 		_, err = w.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: aws.String("k"), UploadId: up.UploadId,
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}}})
 		if !errors.Is(err, s3mem.ErrCrashed) || !f.Crashed("writer") {
@@ -66,7 +67,7 @@ func TestLateLandsBehindTheNextPut(t *testing.T) {
 		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("k"), Body: bytes.NewReader([]byte(body))})
 		return err
 	}
-	f.Inject(s3mem.Fault{Op: s3mem.PutObject, Kind: s3mem.Late})
+	f.Inject(s3mem.Fault{Op: s3fault.PutObject, Kind: s3mem.Late})
 	if err := put(w, "old"); code(err) != "InternalError" {
 		t.Fatalf("late put: %v, want 500 InternalError", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/s3once/s3once/internal/s3fault"
 )
 
 type bucket struct {
@@ -76,38 +78,38 @@ func (f *Fake) apply(r *request) *reply {
 		rp := newReply(http.StatusOK)
 		rp.header.Set("x-amz-bucket-region", Region)
 		return rp
-	case GetBucketLifecycleConfiguration:
+	case s3fault.GetBucketLifecycleConfiguration:
 		if f.opts.LifecycleNotImplemented {
 			return errReply(http.StatusNotImplemented, "NotImplemented", "A header you provided implies functionality that is not implemented")
 		}
 		return errReply(http.StatusNotFound, "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist")
-	case PutObject:
+	case s3fault.PutObject:
 		return f.putObject(b, r)
-	case GetObject, HeadObject:
+	case s3fault.GetObject, s3fault.HeadObject:
 		return f.getObject(b, r)
-	case DeleteObject:
+	case s3fault.DeleteObject:
 		delete(b.objects, r.key)
 		return newReply(http.StatusNoContent)
-	case DeleteObjects:
+	case s3fault.DeleteObjects:
 		return f.deleteObjects(b, r)
-	case ListObjectsV2:
+	case s3fault.ListObjectsV2:
 		return f.listObjects(b, r)
-	case CreateMultipartUpload:
+	case s3fault.CreateMultipartUpload:
 		return f.createUpload(b, r)
-	case UploadPart:
+	case s3fault.UploadPart:
 		return f.uploadPart(b, r)
-	case ListParts:
+	case s3fault.ListParts:
 		return f.listParts(b, r)
-	case CompleteMultipartUpload:
+	case s3fault.CompleteMultipartUpload:
 		return f.completeUpload(b, r)
-	case AbortMultipartUpload:
+	case s3fault.AbortMultipartUpload:
 		u := b.uploads[r.q.Get("uploadId")]
 		if u == nil || u.key != r.key {
 			return noSuchUpload()
 		}
 		delete(b.uploads, u.id)
 		return newReply(http.StatusNoContent)
-	case ListMultipartUploads:
+	case s3fault.ListMultipartUploads:
 		return f.listUploads(b, r)
 	}
 	return errReply(http.StatusNotImplemented, "NotImplemented", "s3mem does not implement "+string(r.op))
@@ -247,7 +249,7 @@ func (f *Fake) getObject(b *bucket, r *request) *reply {
 		}
 		rp.header.Set("x-amz-checksum-type", o.checksumType)
 	}
-	if r.op == GetObject {
+	if r.op == s3fault.GetObject {
 		rp.body = data
 	}
 	return rp

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/s3once/s3once/internal/s3fault"
 )
 
 // transport is the http.RoundTripper of one client: it hands each request to
@@ -36,7 +38,7 @@ func (r *request) has(param string) bool { _, ok := r.q[param]; return ok }
 // (the kind S3 answers 409 when another is in flight for the same key).
 func (r *request) conditional() bool {
 	switch r.op {
-	case PutObject, CompleteMultipartUpload:
+	case s3fault.PutObject, s3fault.CompleteMultipartUpload:
 		return r.h.Get("If-None-Match") != "" || r.h.Get("If-Match") != ""
 	}
 	return false
@@ -103,15 +105,15 @@ func route(r *request) Op {
 		case http.MethodGet:
 			switch {
 			case r.has("uploads"):
-				return ListMultipartUploads
+				return s3fault.ListMultipartUploads
 			case r.has("lifecycle"):
-				return GetBucketLifecycleConfiguration
+				return s3fault.GetBucketLifecycleConfiguration
 			case r.q.Get("list-type") == "2":
-				return ListObjectsV2
+				return s3fault.ListObjectsV2
 			}
 		case http.MethodPost:
 			if r.has("delete") {
-				return DeleteObjects
+				return s3fault.DeleteObjects
 			}
 		}
 		return Unsupported
@@ -127,30 +129,30 @@ func route(r *request) Op {
 	switch r.method {
 	case http.MethodPut:
 		if r.has("uploadId") && r.has("partNumber") {
-			return UploadPart
+			return s3fault.UploadPart
 		}
 		if !r.has("uploadId") && !r.has("partNumber") {
-			return PutObject
+			return s3fault.PutObject
 		}
 	case http.MethodPost:
 		switch {
 		case r.has("uploads"):
-			return CreateMultipartUpload
+			return s3fault.CreateMultipartUpload
 		case r.has("uploadId"):
-			return CompleteMultipartUpload
+			return s3fault.CompleteMultipartUpload
 		}
 	case http.MethodDelete:
 		if r.has("uploadId") {
-			return AbortMultipartUpload
+			return s3fault.AbortMultipartUpload
 		}
-		return DeleteObject
+		return s3fault.DeleteObject
 	case http.MethodGet:
 		if r.has("uploadId") {
-			return ListParts
+			return s3fault.ListParts
 		}
-		return GetObject
+		return s3fault.GetObject
 	case http.MethodHead:
-		return HeadObject
+		return s3fault.HeadObject
 	}
 	return Unsupported
 }
@@ -182,7 +184,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := t.fake
 	r := parse(req, body)
 	c := Call{Client: t.client, Op: r.op, Bucket: r.bucket, Key: r.key, UploadID: r.q.Get("uploadId"), Attempt: attemptOf(req.Header)}
-	if n, err := strconv.Atoi(r.q.Get("partNumber")); err == nil && r.op == UploadPart {
+	if n, err := strconv.Atoi(r.q.Get("partNumber")); err == nil && r.op == s3fault.UploadPart {
 		c.Part = int32(n)
 	}
 
@@ -199,7 +201,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := f.pickFault(c)
 	c.Fault = kind
 	f.calls = append(f.calls, c)
-	write := r.key != "" && (r.op == PutObject || r.op == CompleteMultipartUpload)
+	write := r.key != "" && (r.op == s3fault.PutObject || r.op == s3fault.CompleteMultipartUpload)
 	wkey := r.bucket + "/" + r.key
 	if write {
 		f.inflight[wkey]++
@@ -245,7 +247,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		} else {
 			rp = f.apply(r)
 			f.calls[idx].Applied = true
-			if r.op == PutObject && rp.status < 300 {
+			if r.op == s3fault.PutObject && rp.status < 300 {
 				f.landLate(t.client)
 			}
 		}
