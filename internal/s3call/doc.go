@@ -1,0 +1,89 @@
+// Package s3call is the one home of what s3once knows about S3 as a service:
+// what its errors mean, how a call is bounded and retried, how a listing is
+// paged, and the small encodings every caller must agree on. The recoverable
+// writer, the committer, the sink's preflight and the s3once CLI use it;
+// none of them reads an S3 error string or pages a listing by hand.
+//
+// # Errors
+//
+// CodeOf maps a failed call to one Code (NotFound, NoSuchUpload,
+// PreconditionFailed, Conflict, InvalidPart, AccessDenied, NotImplemented,
+// Transient, Canceled, ...), from the server's error code first, then the
+// HTTP status, then the transport error. The predicates (IsNotFound,
+// IsNoSuchUpload, IsRetryable, ...) are built on it, so a server's quirk is
+// one line in CodeOf's table. The recoverable and committer packages export
+// their old predicates (recoverable.IsNotFound, committer.IsRetryable) as
+// thin forwards to these.
+//
+// # Which layer retries what
+//
+// Four layers may repeat a call; each retries only what the one below cannot
+// see:
+//
+//  1. The SDK client's retryer retries, inside each attempt, what it
+//     recognises: connection failures, 5xx, throttling (Config.MaxAttempts
+//     in the sink, the AWS default of 3 elsewhere).
+//  2. A Policy (Do) bounds each attempt with CallTimeout, which the SDK
+//     cannot do for a connection that stalls without an error, and makes an
+//     attempt that got no answer again. The recoverable stream stops there
+//     (RetryTimeouts): a part upload the SDK gave up on breaks the stream,
+//     and recovery from the last token is the answer. The committer's policy
+//     (RetryTransient) also retries the failures IsRetryable reports, with
+//     backoff, so an outage longer than the SDK's budget costs a wait: its
+//     protocol checks the key after every call whose outcome is unknown.
+//  3. The committer's protocol loops repeat protocol states only: a
+//     completion round after a 409, after a 200 with nothing at the key,
+//     after a completion whose reply was lost; the settle wait polls the key;
+//     a read-back restarts when the object changed under it.
+//  4. The sink's commit stage calls the committer again (three times in
+//     all) after a failure IsRetryable reports or ErrConflict; then the
+//     runner retries the bundle.
+//
+// Clean-up after a failure or after the outcome is known (aborting an
+// unpersisted upload, deleting side objects and probes) runs on Detached:
+// the caller's values without its cancellation, for DefaultCleanupTimeout
+// (30 s) in all.
+//
+// # Worst-case latency, with the defaults
+//
+// An attempt's bound covers the SDK's own retries inside it. "Worst case" is
+// every attempt timing out and every backoff at its longest (Policy.WorstCase).
+//
+//	call                                   layer       attempt bound           attempts                  worst case
+//	UploadPart, PutObject of a side object stream      30 s + 1 s/MiB (38 s)   3, timeouts only          114 s (8 MiB parts)
+//	CreateMultipartUpload, GetObject tail  stream      same                    3, timeouts only          114 s
+//	ListParts, each page (Recover)         stream      same                    3, timeouts only          114 s a page
+//	AbortMultipartUpload at Dispose        stream      30 s, detached          1 (SDK retries inside)    30 s
+//	HeadObject, ListParts page, Abort,     committer   30 s                    6, transient, 0.1-5 s     183.1 s
+//	 DeleteObjects, listings' pages,                                           backoff
+//	 probe PutObject/DeleteObject
+//	CompleteMultipartUpload                committer   15 min (CompleteTimeout) 1 a round, 6 rounds     6 x 15 min + each round's listing and look at the key
+//	settle wait (upload gone, key empty)   committer   SettleTimeout (15 min)  polls with backoff        15 min
+//	read-back of an object (no HEAD CRC)   committer   the caller's context    6 restarts                the caller's context
+//	clean-up after a commit or a failure   all         30 s in all, detached   per call as above         30 s
+//	each preflight check                   sink        30 s                    1 (SDK retries inside)    30 s
+//
+// The stream's bound grows with PartSize (1 s per MiB); the committer's
+// attempts and backoff follow committer.Options (MaxAttempts, BaseBackoff,
+// MaxBackoff, CallTimeout, CompleteTimeout, SettleTimeout).
+//
+// # Listings
+//
+// ListParts, ListObjects and ListUploads page through the SDK's paginators,
+// each page one call under a Policy. The sweep lists uploads without a
+// Prefix, from a KeyMarker on, because MinIO matches a listing's Prefix as a
+// whole key; ListUploads keeps the marker it is given and ends a listing
+// whose truncated page names no marker to go on from.
+//
+// # Encodings
+//
+// EncodeCRC and DecodeCRC are the CRC64NVME header codec. CompleteInput
+// builds every CompleteMultipartUpload s3once sends (the committer's and the
+// preflight's). StagingPrefix applies the default staging folder. Keys are
+// named by the internal ownkeys package, the one place that joins them.
+//
+// # Clients
+//
+// NewClient builds the *s3.Client that the sink and the CLI use, from the
+// standard AWS configuration chain and a few settings.
+package s3call
