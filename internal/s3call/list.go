@@ -25,37 +25,17 @@ type UploadsAPI = s3.ListMultipartUploadsAPIClient
 // ListParts calls fn with every page of the upload's parts that in selects
 // (in.PartNumberMarker is where it starts; in.MaxParts is ignored).
 func ListParts(ctx context.Context, api PartsAPI, p Policy, in *s3.ListPartsInput, fn func(*s3.ListPartsOutput) (more bool, err error)) error {
-	pg := s3.NewListPartsPaginator(policied{p: p, parts: api}, in, func(o *s3.ListPartsPaginatorOptions) {
+	return pages(ctx, s3.NewListPartsPaginator(policied{p: p, parts: api}, in, func(o *s3.ListPartsPaginatorOptions) {
 		o.Limit = 0
 		o.StopOnDuplicateToken = true
-	})
-	for pg.HasMorePages() {
-		out, err := pg.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		if more, err := fn(out); err != nil || !more {
-			return err
-		}
-	}
-	return nil
+	}), fn, nil)
 }
 
 // ListObjects calls fn with every page of the objects that in selects.
 func ListObjects(ctx context.Context, api ObjectsAPI, p Policy, in *s3.ListObjectsV2Input, fn func(*s3.ListObjectsV2Output) (more bool, err error)) error {
-	pg := s3.NewListObjectsV2Paginator(policied{p: p, objects: api}, in, func(o *s3.ListObjectsV2PaginatorOptions) {
+	return pages(ctx, s3.NewListObjectsV2Paginator(policied{p: p, objects: api}, in, func(o *s3.ListObjectsV2PaginatorOptions) {
 		o.StopOnDuplicateToken = true
-	})
-	for pg.HasMorePages() {
-		out, err := pg.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		if more, err := fn(out); err != nil || !more {
-			return err
-		}
-	}
-	return nil
+	}), fn, nil)
 }
 
 // ListUploads calls fn with every page of the multipart uploads that in
@@ -63,9 +43,22 @@ func ListObjects(ctx context.Context, api ObjectsAPI, p Policy, in *s3.ListObjec
 // that names no marker to go on from ends the listing: asking again without
 // one would start over.
 func ListUploads(ctx context.Context, api UploadsAPI, p Policy, in *s3.ListMultipartUploadsInput, fn func(*s3.ListMultipartUploadsOutput) (more bool, err error)) error {
-	pg := s3.NewListMultipartUploadsPaginator(policied{p: p, uploads: api}, in, func(o *s3.ListMultipartUploadsPaginatorOptions) {
+	return pages(ctx, s3.NewListMultipartUploadsPaginator(policied{p: p, uploads: api}, in, func(o *s3.ListMultipartUploadsPaginatorOptions) {
 		o.StopOnDuplicateToken = true
+	}), fn, func(out *s3.ListMultipartUploadsOutput) bool {
+		return aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == ""
 	})
+}
+
+// paginator is what the SDK's paginators have in common.
+type paginator[O any] interface {
+	HasMorePages() bool
+	NextPage(ctx context.Context, optFns ...func(*s3.Options)) (O, error)
+}
+
+// pages hands every page of pg to fn, until fn says no more, or last (when
+// given) says a page is the last.
+func pages[O any](ctx context.Context, pg paginator[O], fn func(O) (bool, error), last func(O) bool) error {
 	for pg.HasMorePages() {
 		out, err := pg.NextPage(ctx)
 		if err != nil {
@@ -74,7 +67,7 @@ func ListUploads(ctx context.Context, api UploadsAPI, p Policy, in *s3.ListMulti
 		if more, err := fn(out); err != nil || !more {
 			return err
 		}
-		if aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == "" {
+		if last != nil && last(out) {
 			return nil
 		}
 	}
