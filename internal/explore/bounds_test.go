@@ -13,37 +13,85 @@ import (
 // wider bounds, two faults per schedule.
 func wide() bool { return os.Getenv("S3ONCE_EXPLORE") == "wide" }
 
+// The ordering bounds of make test and make explore: the most preemptions,
+// and the most departures from the default release (every preemption is
+// one), per schedule.
+const (
+	quickPreemptions, quickPicks = 1, 1
+	widePreemptions, widePicks   = 2, 2
+)
+
+// commitOps are the calls the commits, the rollback and the duplicate turn
+// on.
+var commitOps = []s3mem.Op{s3fault.CompleteMultipartUpload, s3fault.AbortMultipartUpload}
+
 // TestExploreIssue explores IssueWorkload (two files, a rollback, a
-// duplicate commit) with at most one fault per schedule: in make test, a
-// crash after the server applied each completion and abort (the calls the
-// commits, the rollback and the duplicate turn on), order First; in make
-// explore, every fate at every release, orders First and Alternate.
-// One schedule of this workload costs about 4 s of CPU with -race, so make
-// test takes the calls that matter, and make explore the rest.
+// duplicate commit) in two passes: every ordering within the ordering
+// bounds, fault-free; then faults in the default order. In make test, a
+// crash after the server applied each completion and abort; in make
+// explore, two faults per schedule: a crash before sending or after
+// applying at every release, then a crash after applying at every later
+// completion and abort.
 func TestExploreIssue(t *testing.T) {
-	start := time.Now()
-	b := Bounds{Faults: []s3mem.Kind{s3mem.CrashAfterApply}, Ops: []s3mem.Op{s3fault.CompleteMultipartUpload, s3fault.AbortMultipartUpload}}
+	orders := Bounds{Preemptions: quickPreemptions, Picks: quickPicks}
+	faults := Bounds{Faults: []s3mem.Kind{s3mem.CrashAfterApply}, Ops: commitOps}
 	if wide() {
-		b = Bounds{Faults: s3mem.Kinds, Orders: []Order{First, Alternate}}
+		orders = Bounds{Preemptions: widePreemptions, Picks: widePicks}
+		faults = Bounds{Faults: []s3mem.Kind{s3mem.CrashBeforeSend, s3mem.CrashAfterApply}, Second: []s3mem.Kind{s3mem.CrashAfterApply}, SecondOps: commitOps}
 	}
-	results := Explore(t, IssueWorkload(), b)
-	// The fault-free schedule: both files committed, the first written
-	// again after the rollback, the second committed twice at once.
+	start := time.Now()
+	results := Explore(t, IssueWorkload(), orders)
+	// The default schedule: both files committed, the first written again
+	// after the rollback, the second committed twice at once.
 	if base := results[0]; len(base.Errors) > 0 || base.Rewrites != 1 || base.Attempts != 2 {
 		t.Errorf("fault-free: want no error, one rewrite, two attempts:\n%s", base)
 	}
-	report(t, "issue", b, results, start, true)
+	for _, r := range results {
+		if len(r.Errors) > 0 {
+			t.Errorf("a fault-free ordering failed: %s", r)
+		}
+	}
+	report(t, "issue", orders, results, start, false)
+	start = time.Now()
+	report(t, "issue", faults, Explore(t, IssueWorkload(), faults), start, true)
+}
+
+// TestExploreSweepBetween runs the committer's sweep at every quiescent
+// point, with a cutoff at the run's start (so a forced one): it must
+// remove nothing of a run younger than its cutoff, whatever is in flight,
+// and the run must end as without it; the sweep after the run still leaves
+// nothing. On the one-file workload with one crash after applying at every
+// side-object or probe PUT and completion, in the default order (make
+// explore: every fate at every release in orders one departure from the
+// default, and the two-file workload too).
+func TestExploreSweepBetween(t *testing.T) {
+	b := Bounds{Faults: quickFaults, Ops: []s3mem.Op{s3fault.PutObject, s3fault.CompleteMultipartUpload}, Sweep: true}
+	if wide() {
+		b = Bounds{Preemptions: widePreemptions, Picks: 1, Faults: s3mem.Kinds, Sweep: true}
+	}
+	start := time.Now()
+	results := Explore(t, DefaultStream(), b)
+	for _, r := range results {
+		if r.Sweeps == 0 {
+			t.Fatalf("schedule %s ran no sweep between its steps", r.Plan)
+		}
+	}
+	report(t, "one", b, results, start, true)
+	if wide() {
+		start = time.Now()
+		report(t, "issue", b, Explore(t, IssueWorkload(), b), start, true)
+	}
 }
 
 // TestExploreTwoFaults (make explore only): two faults per schedule on the
 // one-file workload: a first fault of every fate at every release, then a
-// crash before sending at every later release of the schedule the first
-// fault made, order First.
+// crash before sending at every later release, in the default order and
+// the orders one departure from it.
 func TestExploreTwoFaults(t *testing.T) {
 	if !wide() {
 		t.Skip("two faults per schedule: make explore (S3ONCE_EXPLORE=wide)")
 	}
 	start := time.Now()
-	b := Bounds{Faults: s3mem.Kinds, Second: []s3mem.Kind{s3mem.CrashBeforeSend}}
+	b := Bounds{Preemptions: 1, Picks: 1, Faults: s3mem.Kinds, Second: []s3mem.Kind{s3mem.CrashBeforeSend}}
 	report(t, "one", b, Explore(t, DefaultStream(), b), start, true)
 }

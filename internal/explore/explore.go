@@ -31,15 +31,22 @@ type Result struct {
 	Errors     []string
 	Violations []string
 	Trace      []string
-	// Ops are the operations of the releases, in order.
-	Ops []s3mem.Op
+	// Preemptions counts the releases that preempted a client still
+	// holding a request.
+	Preemptions int
+	// Sweeps counts the sweeps run between steps.
+	Sweeps int
+	// points are the alternatives at each release; Misfits the choices
+	// that named a request beyond those held (a replay of another code).
+	points  []point
+	Misfits []string
 	// Replay is the command that runs this schedule again.
 	Replay string
 }
 
 func (r Result) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %s of workload %s: %d releases, %d attempts, %d rewrites, %d conflicts\n", r.Plan, r.Workload, r.Steps, r.Attempts, r.Rewrites, r.Conflicts)
+	fmt.Fprintf(&b, "schedule %s of workload %s: %d releases, %d preemptions, %d attempts, %d rewrites, %d conflicts, %d sweeps between steps\n", r.Plan, r.Workload, r.Steps, r.Preemptions, r.Attempts, r.Rewrites, r.Conflicts, r.Sweeps)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  violation: %s\n", v)
 	}
@@ -74,6 +81,14 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 			}
 		}
 		r := newRunner(w, fake, bucket)
+		sweeps := 0
+		if plan.Sweep {
+			start := fake.Now()
+			sch.between = func(step int) {
+				sweeps++
+				r.sweepBetween(context.Background(), step, start)
+			}
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -81,72 +96,133 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 		}()
 		sch.drive(done)
 		r.check(context.Background(), decoys)
-		res = Result{Plan: plan, Workload: w.Name(), Steps: sch.steps, Attempts: r.out.attempts, Rewrites: r.out.rewrites, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace, Ops: sch.ops, Replay: replayCommand(w, plan)}
+		res = Result{Plan: plan, Workload: w.Name(), Steps: sch.steps, Attempts: r.out.attempts, Rewrites: r.out.rewrites, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace, Replay: replayCommand(w, plan),
+			Preemptions: sch.preemptions, Sweeps: sweeps, points: sch.points, Misfits: sch.misfits}
 	})
 	return res
 }
 
 // Bounds say which schedules Explore enumerates.
 type Bounds struct {
-	// Faults are the fates tried at each release of the fault-free
-	// schedule.
+	// Preemptions is the most preemptions a schedule may make: releases of
+	// a request of another client than the one released last while that
+	// one still holds a request.
+	Preemptions int
+	// Picks is the most departures from the default release a schedule
+	// may make, preempting or not (a delay bound): 0 keeps the default
+	// order, a negative value leaves Preemptions alone to bound orderings.
+	Picks int
+	// Faults are the fates tried as a schedule's first fault, at every
+	// release of every ordering.
 	Faults []s3mem.Kind
-	// Second, if any, are the fates tried as a second fault at every
-	// release after the first fault's, in the schedule the first fault
-	// made: two faults per schedule at most.
+	// Second, if any, are the fates tried as a second fault at every later
+	// release: two faults per schedule at most.
 	Second []s3mem.Kind
-	// Orders are the release policies tried; none means First only.
-	Orders []Order
-	// Ops, if any, limit the first fault to the releases of these
-	// operations.
-	Ops []s3mem.Op
+	// Ops, if any, limit the first fault to releases of these operations;
+	// SecondOps the second.
+	Ops, SecondOps []s3mem.Op
+	// Sweep runs a sweep at every quiescent point of every schedule.
+	Sweep bool
 }
 
 func (b Bounds) String() string {
-	orders := b.Orders
-	if len(orders) == 0 {
-		orders = []Order{First}
-	}
-	faults := 1
-	if len(b.Second) > 0 {
+	faults := 0
+	switch {
+	case len(b.Second) > 0:
 		faults = 2
+	case len(b.Faults) > 0:
+		faults = 1
 	}
 	where := "every release"
 	if len(b.Ops) > 0 {
 		where = fmt.Sprintf("every release of %v", b.Ops)
 	}
-	s := fmt.Sprintf("at most %d fault(s) per schedule; fault %v at %s", faults, b.Faults, where)
-	if faults == 2 {
-		s += fmt.Sprintf(", then %v at every later release", b.Second)
+	s := fmt.Sprintf("preemption bound %d", b.Preemptions)
+	switch {
+	case b.Picks == 0:
+		s = "the default order"
+	case b.Picks > 0:
+		s += fmt.Sprintf(", at most %d departure(s) from the default release", b.Picks)
 	}
-	return s + fmt.Sprintf("; orders %v", orders)
+	s += fmt.Sprintf("; at most %d fault(s) per schedule", faults)
+	if faults > 0 {
+		s += fmt.Sprintf(": %v at %s", b.Faults, where)
+	}
+	if faults == 2 {
+		where = "every later release"
+		if len(b.SecondOps) > 0 {
+			where = fmt.Sprintf("every later release of %v", b.SecondOps)
+		}
+		s += fmt.Sprintf(", then %v at %s", b.Second, where)
+	}
+	if b.Sweep {
+		s += "; a sweep at every quiescent point"
+	}
+	return s
 }
 
-// Explore runs the fault-free schedule, then one schedule per release of
-// it, fault and order within the bounds, and with a second fault, one per
-// later release of each one-fault schedule. It returns every result.
+// Explore enumerates the schedules within the bounds, depth first, and
+// returns every result, the default schedule first. A schedule departs from
+// the default at chosen releases: which held request is released (a
+// release that preempts the client released last counts against
+// Preemptions) and which fate it meets (Faults, then Second). Each
+// schedule run yields its own alternatives at every release after its last
+// departure, so every sequence of choices within the bounds runs once.
 func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
-	orders := b.Orders
-	if len(orders) == 0 {
-		orders = []Order{First}
-	}
 	var all []Result
-	for _, o := range orders {
-		base := RunSchedule(t, w, Plan{Order: o})
-		all = append(all, base)
-		for step := 1; step <= base.Steps; step++ {
-			if len(b.Ops) > 0 && !slices.Contains(b.Ops, base.Ops[step-1]) {
-				continue
+	stack := []Plan{{Sweep: b.Sweep}}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		r := RunSchedule(t, w, p)
+		all = append(all, r)
+		if len(r.Misfits) > 0 {
+			t.Fatalf("schedule %s: its choices do not fit the run: %v", p, r.Misfits)
+		}
+		var fates []s3mem.Kind
+		ops := b.Ops
+		switch p.Faults() {
+		case 0:
+			fates = b.Faults
+		case 1:
+			fates, ops = b.Second, b.SecondOps
+		}
+		picks := 0
+		for _, c := range p.Choices {
+			if c.Pick >= 0 {
+				picks++
 			}
-			for _, k := range b.Faults {
-				one := RunSchedule(t, w, Plan{Step: step, Fault: k, Order: o})
-				all = append(all, one)
-				for step2 := step + 1; step2 <= one.Steps; step2++ {
-					for _, k2 := range b.Second {
-						all = append(all, RunSchedule(t, w, Plan{Step: step, Fault: k, Step2: step2, Fault2: k2, Order: o}))
-					}
+		}
+		var next []Plan
+		for step := p.lastStep() + 1; step <= len(r.points); step++ {
+			pt := r.points[step-1]
+			for i, c := range pt.calls {
+				cost := pt.before
+				if pt.preempts[i] {
+					cost++
+				}
+				if cost > b.Preemptions {
+					continue
+				}
+				pick := i
+				if i == pt.def {
+					pick = -1
+				} else if b.Picks >= 0 && picks >= b.Picks {
+					continue
+				} else {
+					next = append(next, p.with(Choice{Step: step, Pick: pick}))
+				}
+				if len(ops) > 0 && !slices.Contains(ops, c.Op) {
+					continue
+				}
+				for _, k := range fates {
+					next = append(next, p.with(Choice{Step: step, Pick: pick, Fault: k}))
 				}
 			}
+		}
+		// Depth first, in release order: push the last alternative first.
+		for i := len(next) - 1; i >= 0; i-- {
+			stack = append(stack, next[i])
 		}
 	}
 	return all

@@ -1,7 +1,6 @@
 package explore
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"github.com/s3once/s3once/internal/s3mem"
 )
 
-// TestFaultFreeSchedule: the fault-free run commits the file and passes
+// TestFaultFreeSchedule: the default schedule commits the file and passes
 // every check; it is what the other schedules are measured against.
 func TestFaultFreeSchedule(t *testing.T) {
 	res := RunSchedule(t, DefaultStream(), Plan{})
@@ -20,36 +19,38 @@ func TestFaultFreeSchedule(t *testing.T) {
 }
 
 // quickFaults are the fates of the quick bound: the process dies after the
-// server applied the request. (A crash before
-// sending a call of a process that has nothing else in flight is a crash
-// after the call before it; make explore tries every fate.)
+// server applied the request. (A crash before sending a call of a process
+// that has nothing else in flight is a crash after the call before it;
+// make explore tries every fate.)
 var quickFaults = []s3mem.Kind{s3mem.CrashAfterApply}
 
-// TestExploreQuick enumerates one fault at every release of the one-file
-// workload, in the First release order (every order and every fault kind
-// but Conflict, which has a test of its own, with S3ONCE_EXPLORE=wide).
+// TestExploreQuick enumerates every ordering of the one-file workload's
+// releases (its attempts' part uploads run two at a time) with at most one
+// fault, a crash after the server applied the request, at every release of
+// each. With S3ONCE_EXPLORE=wide, every fate but Conflict (which has a test
+// of its own).
 func TestExploreQuick(t *testing.T) {
-	b := Bounds{Faults: quickFaults}
-	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
-		b = Bounds{Orders: Orders}
+	b := Bounds{Preemptions: quickPreemptions, Picks: quickPicks, Faults: quickFaults}
+	if wide() {
+		b = Bounds{Preemptions: widePreemptions, Picks: widePicks}
 		for _, k := range s3mem.Kinds {
 			if k != s3mem.Conflict {
 				b.Faults = append(b.Faults, k)
 			}
 		}
 	}
-	explore(t, b)
+	start := time.Now()
+	report(t, "one", b, Explore(t, DefaultStream(), b), start, true)
 }
 
-// TestExploreConflictOnComplete: a 409 ConditionalRequestConflict at every
-// release (only a completion can meet one). The committer once aborted the
-// token's own upload on a 409, losing the file; the explorer named that
-// schedule (step13-conflict) until it was fixed. All three orders with
-// S3ONCE_EXPLORE=wide.
+// TestExploreConflictOnComplete: a 409 ConditionalRequestConflict on each
+// completion of every ordering. The committer once aborted the token's own
+// upload on a 409, losing the file (TestMutantAbortOn409 keeps the
+// explorer catching it). With S3ONCE_EXPLORE=wide, at every release.
 func TestExploreConflictOnComplete(t *testing.T) {
-	b := Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Ops: []s3mem.Op{s3fault.CompleteMultipartUpload}}
-	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
-		b = Bounds{Faults: []s3mem.Kind{s3mem.Conflict}, Orders: Orders}
+	b := Bounds{Preemptions: quickPreemptions, Picks: quickPicks, Faults: []s3mem.Kind{s3mem.Conflict}, Ops: []s3mem.Op{s3fault.CompleteMultipartUpload}}
+	if wide() {
+		b = Bounds{Preemptions: widePreemptions, Picks: widePicks, Faults: []s3mem.Kind{s3mem.Conflict}}
 	}
 	start := time.Now()
 	results := Explore(t, DefaultStream(), b)
@@ -67,20 +68,24 @@ func TestExploreConflictOnComplete(t *testing.T) {
 	report(t, "one", b, results, start, false)
 }
 
-func explore(t *testing.T, b Bounds) {
-	start := time.Now()
-	report(t, "one", b, Explore(t, DefaultStream(), b), start, true)
-}
-
 // report fails the test on the first violations, checks the faults bit
 // (some schedule needed an extra attempt) when bite is set, and prints how
 // many schedules were explored within which bounds.
 func report(t *testing.T, workload string, b Bounds, results []Result, start time.Time, bite bool) {
 	t.Helper()
-	failed, recovered := 0, 0
+	failed, recovered, preempted, reordered := 0, 0, 0, 0
 	for _, r := range results {
 		if r.Attempts > results[0].Attempts {
 			recovered++
+		}
+		if r.Preemptions > 0 {
+			preempted++
+		}
+		for _, c := range r.Plan.Choices {
+			if c.Pick >= 0 {
+				reordered++
+				break
+			}
 		}
 		if len(r.Violations) > 0 {
 			failed++
@@ -90,40 +95,53 @@ func report(t *testing.T, workload string, b Bounds, results []Result, start tim
 		}
 	}
 	if bite && recovered == 0 {
-		t.Fatal("no schedule needed more attempts than the fault-free one: the faults never bit")
+		t.Fatal("no schedule needed more attempts than the default one: the faults never bit")
 	}
-	t.Logf("workload %s: explored %d schedules (%s) in %v; %d recovered in an extra attempt, %d with violations",
-		workload, len(results), b, time.Since(start).Round(time.Millisecond), recovered, failed)
+	t.Logf("workload %s: explored %d schedules (%s) in %v; %d reordered, %d with a preemption, %d recovered in an extra attempt, %d with violations",
+		workload, len(results), b, time.Since(start).Round(time.Millisecond), reordered, preempted, recovered, failed)
 }
 
 // TestExploreDuplicateCommit: the file is committed by two committers at
-// once (the fast path and the commit stage, each with a client of its own).
-// Released alternately, both completions are held at the server together,
-// so the one applied first meets 409 while the other is in flight; both
-// must still report success, and every check must hold. With
-// S3ONCE_EXPLORE=wide, also under one fault at every release.
+// once (the fast path and the commit stage, each with a client of its own),
+// in every ordering within the ordering bounds. Where both completions are
+// held at the server together, the one applied second meets 409 while the
+// other is in flight; both must still report success, and every check must
+// hold. The enumeration itself is checked too: each schedule runs once (no
+// two make the same releases) and keeps to the bounds, and one reaches the
+// preemption bound. With S3ONCE_EXPLORE=wide, also under one crash after
+// applying at every release.
 func TestExploreDuplicateCommit(t *testing.T) {
 	w := DefaultStream()
 	w.duplicateCommit = true
+	b := Bounds{Preemptions: quickPreemptions, Picks: quickPicks}
+	if wide() {
+		b = Bounds{Preemptions: widePreemptions, Picks: widePicks, Faults: quickFaults}
+	}
+	start := time.Now()
+	results := Explore(t, w, b)
 	conflicts := 0
-	for _, o := range Orders {
-		res := RunSchedule(t, w, Plan{Order: o})
-		if len(res.Violations) > 0 || len(res.Errors) > 0 {
-			t.Errorf("fault-free duplicate commit: %s", res)
+	seen := map[string]string{}
+	reached := false
+	for _, r := range results {
+		if r.Plan.Faults() == 0 && len(r.Errors) > 0 {
+			t.Errorf("fault-free duplicate commit: %s", r)
 		}
-		conflicts += res.Conflicts
+		conflicts += r.Conflicts
+		trace := strings.Join(r.Trace, "\n")
+		if p, ok := seen[trace]; ok {
+			t.Errorf("schedules %s and %s made the same releases", p, r.Plan)
+		}
+		seen[trace] = r.Plan.String()
+		if r.Preemptions > b.Preemptions {
+			t.Errorf("schedule %s made %d preemptions, over the bound %d", r.Plan, r.Preemptions, b.Preemptions)
+		}
+		reached = reached || r.Preemptions == b.Preemptions
+	}
+	if !reached {
+		t.Errorf("no schedule of %d made %d preemption(s)", len(results), b.Preemptions)
 	}
 	if conflicts == 0 {
-		t.Fatal("no order held both completions at once: the race was not exercised")
+		t.Fatal("no ordering held both completions at once: the race was not exercised")
 	}
-	if os.Getenv("S3ONCE_EXPLORE") == "wide" {
-		start := time.Now()
-		results := Explore(t, w, Bounds{Faults: quickFaults, Orders: []Order{Alternate}})
-		for _, r := range results {
-			if len(r.Violations) > 0 {
-				t.Errorf("%s", r)
-			}
-		}
-		t.Logf("explored %d duplicate-commit schedules in %v", len(results), time.Since(start).Round(time.Millisecond))
-	}
+	report(t, "one-duplicate", b, results, start, false)
 }

@@ -71,7 +71,7 @@ func TestMutantAbortOn409(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
 	for _, s := range releasesOf(t, w, string(s3fault.CompleteMultipartUpload)) {
-		plans = append(plans, Plan{Step: s, Fault: s3mem.Conflict})
+		plans = append(plans, faultAt(s, s3mem.Conflict))
 	}
 	caughtBy(t, w, mutant.AbortOn409, "which a checkpoint references", plans)
 }
@@ -84,7 +84,7 @@ func TestMutantDropTail(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
 	for _, s := range releasesOf(t, w, string(s3fault.PutObject), ".s3once/staging/s3mem-upload") {
-		plans = append(plans, Plan{Step: s, Fault: s3mem.CrashBeforeSend})
+		plans = append(plans, faultAt(s, s3mem.CrashBeforeSend))
 	}
 	caughtBy(t, w, mutant.DropTail, "the run wrote", plans)
 }
@@ -97,7 +97,7 @@ func TestMutantShortSettle(t *testing.T) {
 	w := DefaultStream()
 	var plans []Plan
 	for _, s := range releasesOf(t, w, string(s3fault.CompleteMultipartUpload)) {
-		plans = append(plans, Plan{Step: s, Fault: s3mem.CrashLagged})
+		plans = append(plans, faultAt(s, s3mem.CrashLagged))
 	}
 	caughtBy(t, w, mutant.ShortSettle, "lost, yet it holds the file", plans)
 }
@@ -114,14 +114,14 @@ func TestMutantReusePersistKey(t *testing.T) {
 		// The Late PUT lands behind the next side-object PUT, two or
 		// three releases on; the crash comes after that.
 		for s2 := s + 3; s2 <= s+6; s2++ {
-			plans = append(plans, Plan{Step: s, Fault: s3mem.Late, Step2: s2, Fault2: s3mem.CrashBeforeSend})
+			plans = append(plans, faultAt(s, s3mem.Late).with(Choice{Step: s2, Pick: -1, Fault: s3mem.CrashBeforeSend}))
 		}
 	}
 	caughtBy(t, w, mutant.ReusePersistKey, "although its upload", plans)
 }
 
 // TestReplay runs one schedule named by S3ONCE_REPLAY (a plan as printed,
-// e.g. step05-late+step09-crash-before-send/first) on the workload
+// e.g. step05-late+step09-crash-before-send or step07@1) on the workload
 // S3ONCE_REPLAY_WORKLOAD names (one, one-duplicate, issue), with
 // S3ONCE_REPLAY_BUG=<bug> for a mutant; every failing schedule prints its
 // replay command. Skipped when S3ONCE_REPLAY is unset.
@@ -155,17 +155,19 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// TestParsePlan: every plan reads back from its printed form.
+// TestParsePlan: every plan reads back from its printed form, and what is
+// not a plan is refused.
 func TestParsePlan(t *testing.T) {
-	for _, p := range []Plan{{}, {Order: Last}, {Step: 13, Fault: s3mem.Conflict}, {Step: 5, Fault: s3mem.Late, Step2: 11, Fault2: s3mem.CrashLagged, Order: Alternate}} {
+	for _, p := range []Plan{{}, {Sweep: true}, faultAt(13, s3mem.Conflict),
+		{Choices: []Choice{{Step: 3, Pick: 1}, {Step: 5, Pick: -1, Fault: s3mem.Late}, {Step: 11, Pick: 0, Fault: s3mem.CrashLagged}}, Sweep: true}} {
 		got, err := ParsePlan(p.String())
-		if err != nil || got != p {
+		if err != nil || !got.Equal(p) {
 			t.Errorf("ParsePlan(%q) = %+v, %v; want %+v", p, got, err, p)
 		}
 	}
-	for _, bad := range []string{"", "step1-crash-before-send", "stepx-late/first", "step3-nope/first", "step1-late/sideways", "step1-late+step2-late+step3-late/first"} {
-		if _, err := ParsePlan(bad); err == nil {
-			t.Errorf("ParsePlan(%q) accepted", bad)
+	for _, bad := range []string{"", "step1", "stepx-late", "step3-nope", "step0-late", "step3@x", "step3@1-", "step5-late+step2-late", "step2@1+step2-late", "default/first", "first"} {
+		if p, err := ParsePlan(bad); err == nil {
+			t.Errorf("ParsePlan(%q) accepted: %s", bad, p)
 		}
 	}
 }

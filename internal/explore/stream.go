@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -174,6 +173,9 @@ type runner struct {
 	checkpointed map[string]int
 	// lossClaims are the attempts that reported a file's data lost.
 	lossClaims map[int][]string
+	// sweepFound are the violations of the sweeps between steps; only the
+	// driving goroutine touches them.
+	sweepFound []string
 }
 
 func newRunner(w StreamWorkload, fake *s3mem.Fake, bucket string) *runner {
@@ -365,13 +367,18 @@ func (r *runner) check(ctx context.Context, decoys map[string][]byte) {
 	r.fake.Advance(2 * time.Hour)
 	c := r.fake.NewClient(s3mem.ClientOptions{Name: "check"})
 	bad := func(format string, a ...any) { r.out.violations = append(r.out.violations, fmt.Sprintf(format, a...)) }
+	r.out.violations = append(r.out.violations, r.sweepFound...)
 	read := func(key string) ([]byte, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &r.bucket, Key: aws.String(key)})
 		if err != nil {
 			return nil, err
 		}
 		defer out.Body.Close()
-		return io.ReadAll(out.Body)
+		// Sized up front: growing a 16 MiB read costs more than the rest of
+		// a schedule's checks under -race.
+		buf := bytes.NewBuffer(make([]byte, 0, aws.ToInt64(out.ContentLength)+1))
+		_, err = buf.ReadFrom(out.Body)
+		return buf.Bytes(), err
 	}
 	ours := map[string]bool{}
 	for _, f := range r.files {
@@ -465,3 +472,27 @@ func (r *runner) check(ctx context.Context, decoys map[string][]byte) {
 // quiet drops the committer's notes of long waits: fake time makes them
 // routine here.
 var quiet = slog.New(slog.DiscardHandler)
+
+// sweepBetween runs the committer's sweep at a quiescent point of the run,
+// with a cutoff at the run's start by the server's clock (younger than
+// committer.MinSweepAge, so Force): everything the run made is younger than
+// the cutoff, so the sweep must remove nothing, however the run's requests
+// are interleaved with it; what it removed would be a checkpoint's upload
+// or tail, or a file's upload before its commit.
+func (r *runner) sweepBetween(ctx context.Context, step int, cutoff time.Time) {
+	c := r.fake.NewClient(s3mem.ClientOptions{Name: "sweeper"})
+	cm, err := committer.New(c, committer.Options{Logger: quiet})
+	if err != nil {
+		r.sweepFound = append(r.sweepFound, fmt.Sprintf("committer: %v", err))
+		return
+	}
+	rep, err := cm.Sweep(ctx, committer.SweepOptions{Bucket: r.bucket, Prefix: outPrefix, Cutoff: cutoff, Force: true})
+	if err != nil {
+		r.sweepFound = append(r.sweepFound, fmt.Sprintf("sweep before release %d: %v", step, err))
+		return
+	}
+	if n := rep.Uploads.Removed + rep.SideObjects.Removed; n > 0 || rep.Uploads.Failed+rep.SideObjects.Failed > 0 {
+		r.sweepFound = append(r.sweepFound, fmt.Sprintf("a sweep before release %d with its cutoff at the run's start removed %d uploads and %d side objects (%d failed) of a run younger than the cutoff",
+			step, rep.Uploads.Removed, rep.SideObjects.Removed, rep.Uploads.Failed+rep.SideObjects.Failed))
+	}
+}
