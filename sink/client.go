@@ -29,6 +29,8 @@ type connection struct {
 	MaxAttempts                                int
 	// StagingPrefix is the committer's: it cleans up only under it.
 	StagingPrefix string
+	// Requests fingerprints the request settings (requests.go).
+	Requests string
 }
 
 type worker struct {
@@ -41,7 +43,7 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 	key := connection{
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle, DisableChecksums: s.DisableChecksums,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, StagingPrefix: s.StagingPrefix,
+		MaxAttempts: s.MaxAttempts, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint(),
 	}
 	workersMu.Lock()
 	defer workersMu.Unlock()
@@ -63,7 +65,8 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 
 // newClient builds a worker's S3 client from the settings: the AWS SDK's
 // default chain, with the settings' region, endpoint, addressing and static
-// credentials on top when they are set.
+// credentials on top when they are set, and the request settings (bucket
+// owner, encryption, object settings) on every call.
 func (s settings) newClient(ctx context.Context) (*s3.Client, error) {
 	var opts []func(*config.LoadOptions) error
 	if s.Region != "" {
@@ -83,7 +86,11 @@ func (s settings) newClient(ctx context.Context) (*s3.Client, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+	req, err := s.Requests.build()
+	if err != nil {
+		return nil, err
+	}
+	return s3.NewFromConfig(cfg, req.Apply, func(o *s3.Options) {
 		if s.Endpoint != "" {
 			o.BaseEndpoint = aws.String(s.Endpoint)
 		}

@@ -109,6 +109,37 @@ type Config struct {
 	// servers that reject them. The writer still checks its own.
 	DisableChecksums bool
 
+	// ExpectedBucketOwner, when set, is the 12-digit account ID that must
+	// own Bucket: every S3 call carries it, and S3 refuses (403) calls to a
+	// bucket of another account, so a typo or a bucket name taken over by
+	// someone else never receives the data or the deletes.
+	ExpectedBucketOwner string
+	// Encryption asks for server-side encryption of every object the sink
+	// creates (files, side objects, probes, markers): EncryptionSSES3,
+	// EncryptionSSEKMS or EncryptionSSEKMSDSSE. Empty leaves it to the
+	// bucket's default encryption. KMSKeyID (an ID, ARN or alias; empty
+	// means the account's default key) and BucketKey go with SSE-KMS.
+	Encryption string
+	KMSKeyID   string
+	BucketKey  bool
+	// SSECustomerKeyEnv or SSECustomerKeyFile name where every machine
+	// (driver and workers) finds the SSE-C key: an environment variable
+	// holding its base64, or a file holding its 32 bytes (raw or base64).
+	// The key itself never enters the pipeline graph. Every call that
+	// writes or reads data carries it. Excludes Encryption.
+	SSECustomerKeyEnv  string
+	SSECustomerKeyFile string
+	// StorageClass, Tags, CacheControl, ContentDisposition and Metadata
+	// (user metadata, x-amz-meta-*) are set on every output file when its
+	// upload is created. A rerun judges a file by its bytes alone: a file
+	// committed with other object settings counts as committed and keeps
+	// them.
+	StorageClass       string
+	Tags               map[string]string
+	CacheControl       string
+	ContentDisposition string
+	Metadata           map[string]string
+
 	// Format names the record format (see RegisterFormat): "text" (the
 	// default: strings or []byte, one per line), "jsonl" (any type, one JSON
 	// value per line) or "csv" ([]string, a CSVRecorder, or a struct of
@@ -117,6 +148,9 @@ type Config struct {
 	// Compression names the codec (see RegisterCodec): "none" (the default),
 	// "gzip" or "zstd", or a name registered by the program.
 	Compression string
+	// Parquet holds the settings of Format "parquet" (see ParquetOptions);
+	// Compression must then stay empty.
+	Parquet ParquetOptions
 	// Destination, when set, picks each record's destination: a path under
 	// Prefix such as "country=fr/day=2024-06-01". It is a function of the
 	// element, with one of the signatures
@@ -216,6 +250,8 @@ type settings struct {
 	Format      string `json:"format"`
 	Compression string `json:"compression"`
 
+	Parquet *parquetSettings `json:"parquet,omitempty"`
+
 	Shards         int   `json:"shards"`
 	MaxBatchBytes  int64 `json:"maxBatchBytes"`
 	MaxFileBytes   int64 `json:"maxFileBytes"`
@@ -232,6 +268,8 @@ type settings struct {
 	PartSize      int64 `json:"partSize,omitempty"`
 	Concurrency   int   `json:"concurrency,omitempty"`
 	InlineTailMax int   `json:"inlineTailMax,omitempty"`
+
+	Requests requestSettings `json:"requests,omitzero"`
 }
 
 // Validate reports every problem of c in one error wrapping ErrInvalidConfig.
@@ -304,6 +342,7 @@ func (c Config) settings() (settings, error) {
 	if _, err := lookupCodec(s.Compression); err != nil {
 		bad("%v", err)
 	}
+	problems = append(problems, s.applyParquet(c.Parquet)...)
 
 	if s.Shards == 0 {
 		s.Shards = DefaultShards
@@ -346,6 +385,10 @@ func (c Config) settings() (settings, error) {
 	if s.ResumeDelay < 0 || s.ResumeDelay > time.Hour {
 		bad("ResumeDelay %v must be in (0, 1h]", s.ResumeDelay)
 	}
+
+	var reqProblems []string
+	s.Requests, reqProblems = c.requestSettings()
+	problems = append(problems, reqProblems...)
 
 	if mode, err := finalizeMode(s.FinalizeCommit, *runners.Runner, finalizeSupported); err != nil {
 		bad("%v", err)
