@@ -43,3 +43,32 @@ func BenchmarkBatchCoder(b *testing.B) {
 		run(b, reflect.TypeFor[batchRow](), batchRow(src))
 	})
 }
+
+// BenchmarkBatchEncoding encodes and decodes batches with the batch codec
+// alone (no Beam coder around it), at 4 MiB and 64 MiB (the default
+// MaxBatchBytes): the cost a batch pays each time it crosses a stage.
+func BenchmarkBatchEncoding(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"4MiB", 50_000}, {"64MiB", 800_000}} {
+		src := randomBatch(1, c.n, 160)
+		var size int64
+		for _, l := range src.Lines {
+			size += int64(len(l))
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				enc, err := encodeBatch(src)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := decodeBatch(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
