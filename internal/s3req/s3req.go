@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -194,6 +195,9 @@ func (s Settings) Validate() error {
 		if len(v) > MaxTagValueLen {
 			bad("tag %q's value has %d characters, at most %d allowed", k, len(v), MaxTagValueLen)
 		}
+		if !tagText(k) || !tagText(v) {
+			bad("tag %q=%q holds a character S3 refuses in tags (allowed: letters, digits, spaces and _ . : / = + - @)", k, v)
+		}
 	}
 	size := 0
 	for k, v := range s.Metadata {
@@ -218,6 +222,17 @@ func (s Settings) Validate() error {
 	}
 	sort.Strings(problems)
 	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+}
+
+// tagText reports whether s holds only characters S3 takes in tag keys and
+// values.
+func tagText(s string) bool {
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsSpace(r) && !strings.ContainsRune("_.:/=+-@", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsZero reports whether s adds nothing to any request.

@@ -249,6 +249,7 @@ func TestValidate(t *testing.T) {
 		{"sse-c and kms", s3req.Settings{Encryption: s3req.SSEKMS, CustomerKey: key}, "exclude each other"},
 		{"class", s3req.Settings{StorageClass: "COLD"}, "StorageClass"},
 		{"tags", s3req.Settings{Tags: map[string]string{"aws:x": "y"}}, "tag key"},
+		{"tag text", s3req.Settings{Tags: map[string]string{"tier": "a&b"}}, "refuses in tags"},
 		{"meta", s3req.Settings{Metadata: map[string]string{"a b": "c"}}, "Metadata name"},
 		{"cr", s3req.Settings{CacheControl: "a\r\nb"}, "line break"},
 	} {
@@ -307,5 +308,47 @@ func TestLoadCustomerKey(t *testing.T) {
 	}
 	if k, err := s3req.LoadCustomerKey("", ""); err != nil || k.IsSet() {
 		t.Errorf("no source: %v, set %v", err, k.IsSet())
+	}
+}
+
+// TestObjectSettings: storage class, tags, Cache-Control,
+// Content-Disposition and user metadata set at CreateMultipartUpload reach
+// the committed file, on a real server.
+func TestObjectSettings(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{Kind: s3test.MinIO})
+	bucket := srv.Bucket(t)
+	ctx := context.Background()
+	set := s3req.Settings{
+		StorageClass: "REDUCED_REDUNDANCY", Tags: map[string]string{"team": "data eng", "tier": "gold+1"},
+		CacheControl: "max-age=60", ContentDisposition: `attachment; filename="x.txt"`,
+		Metadata: map[string]string{"origin": "s3once", "run": "42"},
+	}
+	c := client(srv.Endpoint(), set, nil)
+	key, _ := writeFile(t, c, bucket, nil)
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(h.StorageClass); got != set.StorageClass {
+		t.Errorf("storage class %q, want %q", got, set.StorageClass)
+	}
+	if aws.ToString(h.CacheControl) != set.CacheControl || aws.ToString(h.ContentDisposition) != set.ContentDisposition {
+		t.Errorf("Cache-Control %q, Content-Disposition %q", aws.ToString(h.CacheControl), aws.ToString(h.ContentDisposition))
+	}
+	for k, v := range set.Metadata {
+		if h.Metadata[k] != v {
+			t.Errorf("metadata %s = %q, want %q (all: %v)", k, h.Metadata[k], v, h.Metadata)
+		}
+	}
+	tags, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tg := range tags.TagSet {
+		got[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(set.Tags) {
+		t.Errorf("tags %v, want %v", got, set.Tags)
 	}
 }
