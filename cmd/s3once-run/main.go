@@ -29,9 +29,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/app"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/pipelines/corpus"
-	"github.com/s3once/s3once/pipelines/example"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -56,7 +56,7 @@ type options struct {
 }
 
 func run(o options, out, errOut io.Writer) int {
-	example.QuietLogs(o.verbose)
+	app.QuietLogs(o.verbose)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(errOut, "\ns3once run: "+format+"\n", args...)
 		return 1
@@ -117,22 +117,22 @@ func run(o options, out, errOut io.Writer) int {
 	if err != nil {
 		return fail("build the pipeline: %v", err)
 	}
-	runID := example.Collect(s, results)
-	fmt.Fprintf(out, "writing %s generated documents as gzip JSON Lines with sink.Write on the embedded prism runner\n", example.Thousands(int64(o.records)))
+	runID := app.Collect(s, results)
+	fmt.Fprintf(out, "writing %s generated documents as gzip JSON Lines with sink.Write on the embedded prism runner\n", app.Thousands(int64(o.records)))
 	prog := startProgress(ctx, out, client, o.bucket, o.prefix)
-	res, err := example.Run(ctx, p, runID)
+	res, err := app.Run(ctx, p, runID)
 	prog.stop()
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fail("interrupted after %v; the files committed so far stay, and running again completes the rest", res.Elapsed.Round(time.Millisecond))
 		}
 		if strings.Contains(err.Error(), "another object is at the key") {
-			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", example.Cause(err), rel)
+			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", app.Cause(err), rel)
 		}
-		return fail("pipeline failed after %v: %s\n\nthe runner's report:\n%v", res.Elapsed.Round(time.Millisecond), example.Cause(err), err)
+		return fail("pipeline failed after %v: %s\n\nthe runner's report:\n%v", res.Elapsed.Round(time.Millisecond), app.Cause(err), err)
 	}
 	fmt.Fprintln(out)
-	sum := example.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}
+	sum := app.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}
 	if err := sum.Write(out); err != nil {
 		return fail("%v", err)
 	}

@@ -1,8 +1,9 @@
-// Package example is what the example pipelines share: the flags that
+// Package app is the harness the example pipelines (pipelines/batch,
+// pipelines/streaming) and cmd/s3once-run share: the flags that
 // become a sink.Config, running a pipeline on the runner the flags choose
 // (the embedded prism runner by default), collecting the FileResults, and
 // the summary printed at the end.
-package example
+package app
 
 import (
 	"flag"

@@ -30,15 +30,15 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/s3once/s3once/internal/app"
 	"github.com/s3once/s3once/pipelines/corpus"
-	"github.com/s3once/s3once/pipelines/example"
 	"github.com/s3once/s3once/sink"
 )
 
 func main() {
 	var (
-		sf     example.SinkFlags
-		common example.Common
+		sf     app.SinkFlags
+		common app.Common
 		o      corpus.Options
 		seed   uint64
 	)
@@ -55,9 +55,9 @@ func main() {
 
 	if _, err := o.Check(); err != nil {
 		os.Stderr.WriteString("s3once batch: " + err.Error() + "\n")
-		os.Exit(example.ExitUsage)
+		os.Exit(app.ExitUsage)
 	}
-	prog := example.Program{
+	prog := app.Program{
 		Name: "batch", Sink: &sf, Common: &common,
 		Build: func(s beam.Scope, cfg sink.Config) (beam.PCollection, error) {
 			return corpus.Write(s, o, cfg)
