@@ -70,11 +70,12 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 			return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
+	st.bindParquetRow(elemT)
 	kind, err := destinationKind(cfg.Destination, elemT)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	enc := &encodeFn{S: st, DestKind: kind}
+	var dest *beam.EncodedFunc
 	if cfg.Destination != nil {
 		if err := checkTopLevel(cfg.Destination); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
@@ -83,11 +84,14 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		if _, err := json.Marshal(ef); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
 		}
-		enc.Dest = ef
+		dest = ef
 	}
 
+	if err := claimFolders(s, st); err != nil {
+		return beam.PCollection{}, err
+	}
 	s = s.Scope("s3once.Write")
-	keyed, err := single(beam.TryParDo(s.Scope("Encode"), enc, col))
+	keyed, err := single(beam.TryParDo(s.Scope("Encode"), newEncodeFn(st, kind, dest), col))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
@@ -95,23 +99,29 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	batches, err := single(beam.TryParDo(s.Scope("Batch"), &batchFn{S: st}, grouped))
+	batches, err := single(beam.TryParDo(s.Scope("Batch"), newBatchFn(st), grouped))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	var writer any = &writeFilesFn{S: st}
+	// Each DoFn carries only the settings it reads (see settings).
+	var writer any = &writeFilesFn{S: st.forWriter()}
 	if st.FinalizeCommit == FinalizeAlways {
-		writer = &finalizingWriteFilesFn{writeFilesFn{S: st}}
+		writer = &finalizingWriteFilesFn{writeFilesFn{S: st.forWriter()}}
 	}
 	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
+	if barrierApplies(st, col) {
+		if pending, err = withBarrier(s, st.forCommit(), pending); err != nil {
+			return beam.PCollection{}, err
+		}
+	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	return single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st}, shuffled))
+	return single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit()}, shuffled))
 }
 
 // checkTopLevel refuses function literals and method values: Beam sends a
