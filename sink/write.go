@@ -70,7 +70,6 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 			return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
-	st.bindParquetRow(elemT)
 	kind, err := destinationKind(cfg.Destination, elemT)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
