@@ -6,21 +6,40 @@
 //
 // Each schedule runs in a testing/synctest bubble of its own. The Fake's
 // Gate holds every request of the workload's clients; when every goroutine
-// of the bubble is blocked, the scheduler releases one held request, chosen
-// by the plan's Order among the held ones sorted by client, operation, key,
-// upload and part (First, Last, or Alternate: another client than the last
-// one released, so concurrent clients interleave), so a schedule is a
-// deterministic sequence of releases whatever the goroutines' timing. When nothing is held and the workload is not done,
-// the scheduler blocks too, and the bubble's clock jumps to the next timer:
+// of the bubble is blocked (a quiescent point), the scheduler releases one
+// held request, so a schedule is a deterministic sequence of releases
+// whatever the goroutines' timing. The held requests are sorted by client,
+// operation, key, upload and part; the default release is the first held
+// request of the client released last, or the first one held if that
+// client holds none. When nothing is held and the workload is not done, the
+// scheduler blocks too, and the bubble's clock jumps to the next timer:
 // backoffs and call timeouts cost no real time.
 //
-// A Plan names one or two releases and the fate each meets (an
-// s3mem.Kind: a crash before sending or after the server applied it, 500,
-// 503, 409, a hang before or after applying, a reply of 500 for a request
-// that lands late behind the client's next PUT, a crash after a completion
-// whose object shows a minute after its upload went), and the release
-// order. It prints as "step13-conflict/first" or
-// "step02-late+step06-crash-before-send/first".
+// A Plan is where a schedule departs from the default: at chosen releases,
+// which held request goes (its index in the sorted list) and which fate it
+// meets (an s3mem.Kind: a crash before sending or after the server applied
+// it, 500, 503, 409, a hang before or after applying, a reply of 500 for a
+// request that lands late behind the client's next PUT, a crash after a
+// completion whose object shows a minute after its upload went). It prints
+// as its departures joined by "+": "step13-conflict" (the default request
+// meets a 409), "step07@1" (the second held request goes instead),
+// "step05@0+step09-crash-after-apply", or "default"; "/sweep" is appended
+// when a sweep runs between steps.
+//
+// # Enumeration and bounds
+//
+// Explore runs the default schedule, then, depth first, every plan that
+// departs from a run schedule after its last departure: at each later
+// release, each other held request, and each fate of the bounds for the
+// default request or another. Releasing a request of another client than
+// the one released last, while that client still holds one, is a
+// preemption. Bounds cap the preemptions per schedule, the departures from
+// the default release (preempting or not: concurrent part uploads of one
+// client reorder without preempting, and those orders multiply fastest),
+// and the faults per schedule (their fates, and the operations they may
+// hit). Each sequence of choices within the bounds runs once;
+// TestExploreDuplicateCommit checks that no two schedules make the same
+// releases and that the preemption bound is reached.
 //
 // # The workloads and their recovery
 //
@@ -71,23 +90,23 @@
 // checks the same schedule passes with the bug off:
 //
 //   - AbortOn409 (a 409 on the completion aborted the token's upload):
-//     step13-conflict/first, an aborted checkpointed upload;
-//   - DropTail (recovery forgot the tail): step04-crash-before-send/first,
+//     step13-conflict, an aborted checkpointed upload;
+//   - DropTail (recovery forgot the tail): step04-crash-before-send,
 //     a file short of its tail;
 //   - ShortSettle (the gone-upload settle window gave up after seconds):
-//     step13-crash-lagged/first, a completion whose object shows a minute
+//     step13-crash-lagged, a completion whose object shows a minute
 //     after the upload went, claimed lost;
 //   - ReusePersistKey (a failed Persist gave its side-object key to the
-//     next): step02-late+step06-crash-before-send/first, a side-object PUT
+//     next): step02-late+step06-crash-before-send, a side-object PUT
 //     that lands behind the next Persist's, then a crash; the newer token
 //     no longer recovers though its upload is open.
 //
 // # Replaying a schedule
 //
-// A failing schedule prints its plan (e.g. step13-conflict/first), its
+// A failing schedule prints its plan (e.g. step13-conflict), its
 // workload, its release trace, and the command that runs it again:
 //
-//	S3ONCE_REPLAY=step13-conflict/first S3ONCE_REPLAY_WORKLOAD=one \
+//	S3ONCE_REPLAY=step13-conflict S3ONCE_REPLAY_WORKLOAD=one \
 //	  go test -count=1 -run '^TestReplay$' -v ./internal/explore/
 //
 // with S3ONCE_REPLAY_BUG=<bug> for a mutant. A schedule is a function of
