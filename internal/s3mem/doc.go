@@ -26,6 +26,12 @@
 // its client crashes is still applied, as a request already on the wire
 // would be; its reply is lost.
 //
+// Operations (Op) are named once for the project, in internal/s3fault
+// (s3fault.Ops: the calls s3once makes, which the fault wrapper wraps and
+// the Fake serves); the Fake adds only the bucket calls tests make
+// (CreateBucket, HeadBucket) and Unsupported for anything else. Fault rules,
+// the call log and the Gate use those names.
+//
 // Every request goes through: the dead-client check; the fault rules, first
 // match wins (by operation, client, key, part number, the SDK's attempt
 // number from its amz-sdk-request header, how many matches to skip and how
