@@ -137,13 +137,14 @@ func (r *runner) runModel(b batch, m zombieModel, log *modelLog, zombies *sync.W
 		dup := r.rng.Float64() < m.zombieP
 		concurrent := dup && r.rng.Float64() < m.concurrentP
 		elem, twin := r.roundTripBatch(b), r.roundTripBatch(b)
+		ctx := r.context()
 		var out bundleRun
 		switch {
 		case concurrent:
 			log.concurrent++
 			var both [2]bundleRun
 			var wg sync.WaitGroup
-			wg.Go(func() { both[0] = r.attempt(r.context(), elem, rest, seed) })
+			wg.Go(func() { both[0] = r.attempt(ctx, elem, rest, seed) })
 			wg.Go(func() { both[1] = r.attempt(zombieContext(r.bundles), twin, rest, seed) })
 			wg.Wait()
 			keep := r.rng.IntN(2)
@@ -151,12 +152,12 @@ func (r *runner) runModel(b batch, m zombieModel, log *modelLog, zombies *sync.W
 			log.zombie(both[1-keep])
 		case dup:
 			log.later++
-			out = r.attempt(r.context(), elem, rest, seed)
+			out = r.attempt(ctx, elem, rest, seed)
 			// The duplicate runs after this bundle, alongside the next ones.
 			from, n := rest, r.bundles
 			zombies.Go(func() { log.zombie(r.attempt(zombieContext(n), twin, from, seed)) })
 		default:
-			out = r.attempt(r.context(), elem, rest, seed)
+			out = r.attempt(ctx, elem, rest, seed)
 		}
 		if out.err != nil {
 			t.Fatalf("bundle %d (%v): %v", r.bundles, rest, out.err)
