@@ -86,6 +86,12 @@ type Options struct {
 	// side objects only under it (never under the staging prefix a token
 	// names), and its preflight probe is written there.
 	StagingPrefix string
+	// Versioned says the bucket keeps versions (versioning enabled or
+	// suspended): the clean-up after a commit and the sweep then also
+	// remove the noncurrent versions and delete markers of s3once's own
+	// staging keys (versions.go), which needs s3:ListBucketVersions and
+	// s3:DeleteObjectVersion and a client that lists versions.
+	Versioned bool
 }
 
 func (o Options) withDefaults() (Options, error) {

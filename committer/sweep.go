@@ -102,6 +102,9 @@ type SweepReport struct {
 	Cutoff      time.Time
 	Uploads     SweepCounts
 	SideObjects SweepCounts
+	// Versions counts the noncurrent versions and delete markers of
+	// s3once's staging keys, on a versioned bucket (Options.Versioned).
+	Versions SweepCounts
 	// Warnings are conditions an operator should look at (lifecycle rules
 	// that act sooner than the cutoff, a very short cutoff, ...).
 	Warnings []string
@@ -181,6 +184,7 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 	if err := c.sweepSideObjects(ctx, so, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
 	}
+	c.sweepVersions(ctx, so, &rep, failures)
 	if err := failures.err(); err != nil {
 		return rep, fmt.Errorf("%s: %d uploads and %d side objects could not be swept: %w", where, rep.Uploads.Failed, rep.SideObjects.Failed, err)
 	}
