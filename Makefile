@@ -92,9 +92,10 @@ soak: tools
 	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) $(GO) test -race -timeout 4h -run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath' -v ./integration/
 
 # The explorer's wide bounds (internal/explore): two faults per schedule on
-# one file, every fate on the two-file workload, every release order; each
-# test prints how many schedules it explored within which bounds. In-memory
-# S3 and fake time: no server, no tools. make test runs the quick bounds.
+# one file and on the two-file workload, release orders within a preemption
+# bound of 2; each test prints how many schedules it explored within which
+# bounds. In-memory S3 and fake time: no server, no tools. make test runs
+# the quick bounds.
 explore:
 	S3ONCE_EXPLORE=wide $(GO) test -count=1 -timeout 4h -run '^TestExplore' -v ./internal/explore/
 
