@@ -50,6 +50,9 @@ func (r Result) String() string {
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  violation: %s\n", v)
 	}
+	for _, m := range r.Misfits {
+		fmt.Fprintf(&b, "  the plan does not fit the run: %s\n", m)
+	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "  attempt error: %s\n", e)
 	}
@@ -95,6 +98,11 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 			r.run()
 		}()
 		sch.drive(done)
+		for _, c := range plan.Choices {
+			if c.Step > sch.steps {
+				sch.misfits = append(sch.misfits, fmt.Sprintf("step %d: the run made %d releases", c.Step, sch.steps))
+			}
+		}
 		r.check(context.Background(), decoys)
 		res = Result{Plan: plan, Workload: w.Name(), Steps: sch.steps, Attempts: r.out.attempts, Rewrites: r.out.rewrites, Conflicts: fake.Conflicts(), Errors: r.out.errs, Violations: r.out.violations, Trace: sch.trace, Replay: replayCommand(w, plan),
 			Preemptions: sch.preemptions, Sweeps: sweeps, points: sch.points, Misfits: sch.misfits}

@@ -150,7 +150,7 @@ func TestReplay(t *testing.T) {
 	}
 	r := RunSchedule(t, w, p)
 	t.Logf("%s", r)
-	if len(r.Violations) > 0 {
+	if len(r.Violations) > 0 || len(r.Misfits) > 0 {
 		t.Fail()
 	}
 }
