@@ -34,9 +34,15 @@ type batch struct {
 
 // batchFn turns a group into batches. It holds at most MaxBatchBytes of
 // records in memory; a larger group goes to local temporary files and comes
-// back one sub-batch at a time.
+// back one sub-batch at a time. It carries the two settings it reads.
 type batchFn struct {
-	S settings `json:"s"`
+	Shards        int   `json:"shards"`
+	MaxBatchBytes int64 `json:"maxBatchBytes"`
+}
+
+// newBatchFn makes the Batch stage's DoFn from the settings.
+func newBatchFn(s settings) *batchFn {
+	return &batchFn{Shards: s.Shards, MaxBatchBytes: s.MaxBatchBytes}
 }
 
 // arenaChunk is the size of the blocks records are copied into, so that a
@@ -52,8 +58,8 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 	if err != nil {
 		return fmt.Errorf("s3once sink: destination %q, shard %d: %w", dest, shard, err)
 	}
-	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.S.Shards, SubBatches: 1}
-	return gatherBatches(head, f.S.MaxBatchBytes, values, emit)
+	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.Shards, SubBatches: 1}
+	return gatherBatches(head, f.MaxBatchBytes, values, emit)
 }
 
 // gatherBatches reads a group once. While its records fit in limit bytes they

@@ -231,12 +231,18 @@ type Config struct {
 	InlineTailMax int
 }
 
-// settings is the part of a Config that travels to workers, with defaults
-// filled in. Its fields are exported for the JSON encoding of DoFns.
+// settings is a Config checked and with its defaults filled in: the one
+// source every stage's settings come from. Write builds it once, on the
+// driver; no DoFn carries all of it. The DoFns that build an S3 client carry
+// a projection of it (forWriter, forCommit), with the fields they do not read
+// left zero and so left out of their JSON in the pipeline graph; the others
+// carry plain fields of their own (encodeFn, batchFn). A field added here
+// reaches a worker only through the projection that lists it. Its fields are
+// exported for the JSON encoding of DoFns.
 type settings struct {
-	Bucket        string `json:"bucket"`
+	Bucket        string `json:"bucket,omitempty"`
 	Prefix        string `json:"prefix,omitempty"`
-	StagingPrefix string `json:"stagingPrefix"`
+	StagingPrefix string `json:"stagingPrefix,omitempty"`
 
 	Endpoint         string `json:"endpoint,omitempty"`
 	Region           string `json:"region,omitempty"`
@@ -247,23 +253,23 @@ type settings struct {
 	MaxAttempts      int    `json:"maxAttempts,omitempty"`
 	DisableChecksums bool   `json:"disableChecksums,omitempty"`
 
-	Format      string `json:"format"`
-	Compression string `json:"compression"`
+	Format      string `json:"format,omitempty"`
+	Compression string `json:"compression,omitempty"`
 
 	Parquet *parquetSettings `json:"parquet,omitempty"`
 
-	Shards         int   `json:"shards"`
-	MaxBatchBytes  int64 `json:"maxBatchBytes"`
-	MaxFileBytes   int64 `json:"maxFileBytes"`
+	Shards         int   `json:"shards,omitempty"`
+	MaxBatchBytes  int64 `json:"maxBatchBytes,omitempty"`
+	MaxFileBytes   int64 `json:"maxFileBytes,omitempty"`
 	MaxFileRecords int64 `json:"maxFileRecords,omitempty"`
 
-	CheckpointBytes    int64         `json:"checkpointBytes"`
+	CheckpointBytes    int64         `json:"checkpointBytes,omitempty"`
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty"`
-	ResumeDelay        time.Duration `json:"resumeDelay"`
+	ResumeDelay        time.Duration `json:"resumeDelay,omitempty"`
 
 	// FinalizeCommit is FinalizeAlways or FinalizeNever: FinalizeAuto is
 	// resolved while the pipeline is built.
-	FinalizeCommit string `json:"finalizeCommit"`
+	FinalizeCommit string `json:"finalizeCommit,omitempty"`
 
 	PartSize      int64 `json:"partSize,omitempty"`
 	Concurrency   int   `json:"concurrency,omitempty"`
@@ -406,6 +412,32 @@ func (c Config) settings() (settings, error) {
 		return settings{}, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
 	}
 	return s, nil
+}
+
+// forCommit is what the DoFns that commit or check files read: where the
+// files are, and what builds the S3 client (credentials and request settings
+// included). Format, sizes and checkpoint spacing are left out.
+func (s settings) forCommit() settings {
+	return settings{
+		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
+		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
+		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
+		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
+		Requests: s.Requests,
+	}
+}
+
+// forWriter is what the writer (writeFilesFn) reads: forCommit's fields,
+// plus what decides a file's bytes, where it rolls and checkpoints, and its
+// upload's tuning. Shards and MaxBatchBytes (the batches carry their shard)
+// and FinalizeCommit (resolved into the choice of DoFn) are left out.
+func (s settings) forWriter() settings {
+	w := s.forCommit()
+	w.Format, w.Compression, w.Parquet = s.Format, s.Compression, s.Parquet
+	w.MaxFileBytes, w.MaxFileRecords = s.MaxFileBytes, s.MaxFileRecords
+	w.CheckpointBytes, w.CheckpointInterval, w.ResumeDelay = s.CheckpointBytes, s.CheckpointInterval, s.ResumeDelay
+	w.PartSize, w.Concurrency, w.InlineTailMax = s.PartSize, s.Concurrency, s.InlineTailMax
+	return w
 }
 
 func (s settings) streamOptions() recoverable.Options {

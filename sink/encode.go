@@ -73,18 +73,30 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // KV<shard key, record>. Formatting happens here so that later stages only
 // move bytes, and the shard is a hash of the record's bytes, so that equal
 // inputs shard equally.
+//
+// It carries only what it reads: the format's name, the shard count, the
+// record size bound and the Destination function; no bucket, endpoint or
+// credentials.
 type encodeFn struct {
-	S        settings          `json:"s"`
-	Dest     *beam.EncodedFunc `json:"dest,omitempty"`
-	DestKind int               `json:"destKind"`
+	Format       string            `json:"format"`
+	Shards       int               `json:"shards"`
+	MaxFileBytes int64             `json:"maxFileBytes"`
+	Dest         *beam.EncodedFunc `json:"dest,omitempty"`
+	DestKind     int               `json:"destKind"`
 
 	format Format
 	dest   reflectx.Func
 	buf    []byte
 }
 
+// newEncodeFn makes the Encode stage's DoFn from the settings, for a
+// Destination function of shape kind (dest is nil for none).
+func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc) *encodeFn {
+	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind}
+}
+
 func (f *encodeFn) Setup() error {
-	format, err := lookupFormat(f.S.Format)
+	format, err := lookupFormat(f.Format)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
@@ -108,12 +120,12 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, elem beam.
 	if err != nil {
 		return fmt.Errorf("s3once sink: destination %q: %w", dest, err)
 	}
-	if int64(len(f.buf)) > f.S.MaxFileBytes {
-		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.S.MaxFileBytes)
+	if int64(len(f.buf)) > f.MaxFileBytes {
+		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.MaxFileBytes)
 	}
 	h := fnv.New64a()
 	h.Write(f.buf)
-	shard := int(h.Sum64() % uint64(f.S.Shards))
+	shard := int(h.Sum64() % uint64(f.Shards))
 	emit(shardKey(shard, dest), append([]byte(nil), f.buf...))
 	return nil
 }

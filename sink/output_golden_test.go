@@ -176,10 +176,11 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := &encodeFn{S: st, DestKind: kind}
+	var dest *beam.EncodedFunc
 	if gc.dest != nil {
-		enc.Dest = &beam.EncodedFunc{Fn: reflectx.MakeFunc(gc.dest)}
+		dest = &beam.EncodedFunc{Fn: reflectx.MakeFunc(gc.dest)}
 	}
+	enc := newEncodeFn(st, kind, dest)
 	if err := enc.Setup(); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	}
 	slices.Sort(keys)
 	var batches []batch
-	bfn := &batchFn{S: st}
+	bfn := newBatchFn(st)
 	for _, k := range keys {
 		vals := slices.Clone(groups[k])
 		slices.Reverse(vals)
@@ -224,9 +225,9 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	}
 	var pending []pendingFile
 	for _, b := range batches {
-		rest := roundTrip(t, (&writeFilesFn{S: st}).CreateInitialRestriction(b), encodeRestriction, decodeRestriction)
+		rest := roundTrip(t, (&writeFilesFn{S: st.forWriter()}).CreateInitialRestriction(b), encodeRestriction, decodeRestriction)
 		for {
-			fn := &writeFilesFn{S: st, committer: cm}
+			fn := &writeFilesFn{S: st.forWriter(), committer: cm}
 			if err := fn.init(client); err != nil {
 				t.Fatal(err)
 			}

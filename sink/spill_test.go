@@ -270,7 +270,7 @@ func TestSpillHolderChild(t *testing.T) {
 // builds the DoFn.
 func setupBatchFn(t *testing.T) {
 	t.Helper()
-	var fn any = &batchFn{S: settings{MaxBatchBytes: MinMaxBatchBytes}}
+	var fn any = &batchFn{MaxBatchBytes: MinMaxBatchBytes}
 	s, ok := fn.(interface{ Setup(context.Context) error })
 	if !ok {
 		t.Fatal("the batching DoFn has no Setup: nothing removes the spill directories of killed workers")

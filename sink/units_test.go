@@ -241,7 +241,7 @@ func TestEncodeDestination(t *testing.T) {
 	if err != nil || kind != destWindowElem {
 		t.Fatalf("destinationKind = %d, %v", kind, err)
 	}
-	fn := &encodeFn{S: st, DestKind: kind, Dest: &beam.EncodedFunc{Fn: reflectx.MakeFunc(windowDestination)}}
+	fn := newEncodeFn(st, kind, &beam.EncodedFunc{Fn: reflectx.MakeFunc(windowDestination)})
 	js, err := json.Marshal(fn)
 	if err != nil {
 		t.Fatal(err)
