@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -149,7 +150,7 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 			if errors.Is(err, committer.ErrRewriteRequired) {
 				metricRewriteRequired.Inc(ctx, 1)
 			}
-			return fmt.Errorf("s3once sink: %w", err)
+			return commitFailure(err, p.Commit)
 		}
 		metricCommitRetries.Inc(ctx, 1)
 		select {
@@ -158,4 +159,19 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 		case <-time.After(f.pause):
 		}
 	}
+}
+
+// commitFailure is the commit stage's error for a file it gave up on. The
+// committer names its operation "commit after recovery" (the stage looks at
+// the key first), which to an operator reads as if something had crashed:
+// the stage's errors say "commit". The file's commit token rides along in
+// base64, ready for s3once inspect, since tokens otherwise live only in the
+// runner's state.
+func commitFailure(err error, token []byte) error {
+	if re, ok := err.(*recoverable.Error); ok && re.Op == "commit after recovery" {
+		e := *re
+		e.Op = "commit"
+		err = &e
+	}
+	return fmt.Errorf("s3once sink: %w (the file's commit token, for s3once inspect --base64: %s)", err, base64.StdEncoding.EncodeToString(token))
 }
