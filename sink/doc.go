@@ -39,7 +39,8 @@
 // the commit, which is conditional (If-None-Match) and verified (size and
 // CRC64NVME of the whole object), keeps exactly one copy. A rerun that would
 // put other bytes under a name (the input or the configuration changed) fails
-// loudly with committer.ErrKeyTaken instead of leaving two versions. Bytes
+// loudly with committer.ErrKeyTaken instead of leaving two versions (see
+// "Reruns" below for when that happens before anything is committed). Bytes
 // depend on Format, Compression, Shards, MaxFileBytes, MaxFileRecords and, for
 // compressed files below 1 MiB, CheckpointBytes; compressed bytes may also
 // change with the version of the compression library, so keep versions fixed
@@ -49,6 +50,62 @@
 // bundles, and the commit stage may run again for a file it already
 // committed. Consumers should key on (Bucket, Key), which names the file
 // uniquely; the other fields of two results with the same key are equal.
+//
+// # Reruns: one barrier before any commit
+//
+// For bounded input in the global window, Write puts a barrier between the
+// writer and the commit stage: a GroupByKey on one key gathers the commit
+// tokens of every file of the run, and the barrier looks at every file's key
+// (HEAD, and a read-back where the server keeps no full-object CRC64NVME)
+// before any file is committed. If each key is free or already holds the
+// file's bytes, the files go on to the commit stage (those found in place
+// are "kept from an earlier run": the barrier_kept metric). If any key holds
+// other bytes, the run's input or byte-affecting settings differ from the
+// run that wrote the folder: the barrier commits nothing, aborts every upload
+// of the run (its own, never completed), deletes their side objects, and
+// fails with committer.ErrKeyTaken, so the folder stays exactly as the
+// earlier run left it. The advice is a fresh Prefix when the input or the
+// settings change.
+//
+// The barrier costs one HEAD per file (16 at a time) on one worker, which
+// also holds every token of the run (each well under 1 KiB), and a stage
+// that waits for the whole writer stage to end; BENCHMARKS.md measures it.
+// It does not apply where it cannot hold:
+//
+//   - FinalizeCommit "always" (and "auto" on Dataflow) commits files at
+//     bundle finalization, before any barrier could run: a changed rerun is
+//     then refused file by file, by the commit, after some files may have
+//     been committed.
+//   - Windowed input: Beam Go can gather the run's files only by moving them
+//     out of their windows, and FileResults are emitted in their windows; a
+//     barrier per window is no barrier for the run. Such runs, and unbounded
+//     input, are refused file by file at commit.
+//
+// Which pipeline a Write belongs to and whether its input is bounded are
+// read from Beam's unexported fields (beam.Scope's graph, beam.PCollection's
+// node); a Beam release that renames them turns the barrier, and the check
+// below, off rather than guessing.
+//
+// # One folder, one sink
+//
+// Two Writes of one pipeline must not share a folder: their files would mix,
+// and the second's commits would meet the first's names. TryWrite refuses,
+// with ErrFoldersOverlap (and ErrInvalidConfig), a Write whose Prefix is the
+// same folder as, holds, or lies inside the Prefix of an earlier Write of the
+// same pipeline in the same bucket, or whose StagingPrefix lies where that
+// Write's output is (or the other way round); a shared StagingPrefix is
+// fine. The check runs while the pipeline is built, so nothing is written.
+// Beam Go's Scope exposes no pipeline identity, so the sink keeps the
+// folders of each pipeline's Writes keyed by a weak pointer to the
+// pipeline's graph: pipelines built one after another in one process (as
+// tests do) never see each other's folders, and a dropped pipeline takes
+// its entry with it. Other designs were set aside: an API taking several
+// Configs at once would not catch two Writes in different parts of a
+// program, a check in Preflight would miss programs that skip it, and a
+// claim object per prefix written with If-None-Match would refuse every
+// rerun, or need leases and clean-up of its own. The check is per pipeline:
+// two programs writing one folder at once are refused only file by file, at
+// commit.
 //
 // # The writer and its checkpoints
 //
@@ -231,8 +288,9 @@
 // committed), commit_retries (rounds the commit stage repeated after a
 // transient failure), files_rewritten and records_rewritten (files written
 // again from their first record after a restored token could not be
-// recovered, and their records). Counters of failed bundles are dropped by
-// the runner.
+// recovered, and their records), barrier_files and barrier_kept (files the
+// run-wide barrier checked, and of those, the ones already in place from an
+// earlier run). Counters of failed bundles are dropped by the runner.
 //
 // # Left-overs
 //
