@@ -15,7 +15,7 @@ TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
-.PHONY: test tools vet run bench bench-quick fuzz soak explore clean
+.PHONY: test tools vet run bench bench-quick fuzz soak explore clean test-aws
 
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
@@ -101,3 +101,14 @@ explore:
 
 clean:
 	rm -rf $(BIN) .s3data bench-out
+
+# The opt-in smoke test against real AWS (it reaches the internet). It runs
+# only when the environment names the buckets and the region; otherwise it
+# prints SKIPPED and fails, so that a run that did not happen is never taken
+# for a pass. Variables: integration/awssmoke's package documentation.
+test-aws:
+	@missing=""; for v in S3ONCE_AWS_BUCKET S3ONCE_AWS_VERSIONED_BUCKET AWS_REGION; do \
+		[ -n "$${!v}" ] || missing="$$missing $$v"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "SKIPPED: make test-aws did not run: set$$missing (and AWS credentials)"; exit 2; fi
+	S3ONCE_AWS_REQUIRED=1 $(GO) test -count=1 -v -timeout 20m -run '^TestAWS$$' ./integration/awssmoke/

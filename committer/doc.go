@@ -184,4 +184,20 @@
 // incomplete uploads (AbortIncompleteMultipartUpload) or expire staging
 // objects are subject to the same rule; Sweep warns about rules that act
 // sooner than its cutoff.
+//
+// # Versioned buckets
+//
+// On a bucket that keeps versions, a delete only hides an object behind a
+// delete marker; its bytes stay as a noncurrent version. With
+// Options.Versioned, the clean-up after a commit removes every old version
+// and delete marker in the committed upload's side-object folder, and the
+// sweep every old version and delete marker of s3once's own keys under the
+// staging prefix (ownkeys.IsOwnStaging), whatever their age: such a key was
+// deleted by a clean-up or a sweep, which delete only what no retained token
+// references, and side-object keys are never written twice, so their old
+// versions serve nothing. Current versions are never removed by this pass,
+// nor any version of another key. Output files are never deleted, so the
+// output prefix holds no old versions of s3once's. Under Object Lock with a
+// default retention no version can be removed before it ends (see the sink
+// package).
 package committer

@@ -54,7 +54,7 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm, err := committer.New(client, committer.Options{StagingPrefix: s.StagingPrefix})
+	cm, err := committer.New(client, committer.Options{StagingPrefix: s.StagingPrefix, Versioned: s.Requests.VersionedBucket})
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: %w", err)
 	}

@@ -139,6 +139,11 @@ type Config struct {
 	CacheControl       string
 	ContentDisposition string
 	Metadata           map[string]string
+	// VersionedBucket says the bucket keeps versions: the clean-up after
+	// each commit and the sweep then also remove the old versions and
+	// delete markers of s3once's side objects and probes (never of other
+	// keys). The preflight refuses a versioned bucket without it.
+	VersionedBucket bool
 
 	// Format names the record format (see RegisterFormat): "text" (the
 	// default: strings or []byte, one per line), "jsonl" (any type, one JSON

@@ -300,4 +300,37 @@
 // StagingPrefix), and committer.Sweep removes them: run it periodically, with
 // a cutoff longer than a file may stay open plus the time a checkpoint may be
 // restored from, or set an AbortIncompleteMultipartUpload lifecycle rule.
+//
+// # Production bucket settings
+//
+// Every S3 call the sink makes, on the workers and in Preflight, goes through
+// a client that carries the Config's request settings (internal/s3req, a
+// middleware added where the client is built): ExpectedBucketOwner on every
+// call; Encryption (SSE-S3, SSE-KMS with KMSKeyID and BucketKey) on every
+// object it creates; an SSE-C key on every call that writes or reads data;
+// StorageClass, Tags, CacheControl, ContentDisposition and Metadata on the
+// output files' uploads. The SSE-C key is never in the Config: it names an
+// environment variable or a file that each machine reads
+// (SSECustomerKeyEnv, SSECustomerKeyFile), as credentials are found.
+//
+// A rerun compares a file's content only (size and CRC64NVME): a file
+// committed with other object settings or another encryption counts as
+// committed and keeps them.
+//
+// Preflight reads the bucket's own settings too: a write refused with 403
+// is tried again with each kind of server-side encryption the Config does
+// not ask for, and the one that is taken is named (a bucket policy that
+// requires encryption headers); a refusal under ExpectedBucketOwner names
+// that setting as a possible cause; a bucket that keeps versions is refused
+// unless VersionedBucket is set, because every side object and probe
+// deleted there would stay as a billed noncurrent version. With
+// VersionedBucket, the clean-up after each commit and the sweep remove the
+// old versions and delete markers of s3once's own staging keys, and only
+// those (committer.Options.Versioned). Under Object Lock with a default
+// retention no version can be removed before the retention ends:
+// VersionedBucket is refused there, deletes leave delete markers, and the
+// old versions stay until their retention ends (a lifecycle rule expiring
+// noncurrent versions under the staging prefix removes them after). Output
+// files are written once and never deleted, so retention does not hinder
+// commits.
 package sink

@@ -320,6 +320,10 @@ func (p *prober) run(ctx context.Context) {
 		})
 	}
 
+	// The bucket's own settings: encryption required, versioning, Object
+	// Lock, owner (preflight_bucket.go).
+	p.checkBucketSettings(ctx)
+
 	// 4. A commit: complete an upload with If-None-Match: *, look at it,
 	// then check that a second conditional completion is refused.
 	p.conditionalComplete(ctx, doneKey, body)

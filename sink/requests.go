@@ -35,6 +35,10 @@ type requestSettings struct {
 	CacheControl       string            `json:"cacheControl,omitempty"`
 	ContentDisposition string            `json:"contentDisposition,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
+
+	// VersionedBucket is not a header: it tells the committer to remove old
+	// versions of s3once's staging keys (committer.Options.Versioned).
+	VersionedBucket bool `json:"versionedBucket,omitempty"`
 }
 
 // requestSettings takes c's request settings and checks what can be checked
@@ -46,7 +50,8 @@ func (c Config) requestSettings() (requestSettings, []string) {
 		SSECustomerKeyEnv: c.SSECustomerKeyEnv, SSECustomerKeyFile: c.SSECustomerKeyFile,
 		StorageClass: c.StorageClass, Tags: maps.Clone(c.Tags),
 		CacheControl: c.CacheControl, ContentDisposition: c.ContentDisposition,
-		Metadata: maps.Clone(c.Metadata),
+		Metadata:        maps.Clone(c.Metadata),
+		VersionedBucket: c.VersionedBucket,
 	}
 	var problems []string
 	req := r.withoutKey()

@@ -1,0 +1,158 @@
+package sink
+
+// The preflight's look at the bucket's own settings: whether it requires
+// encryption headers, whether it keeps versions or locks objects, and
+// whether the configured owner owns it.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// bucketSettingsAPI is what reading a bucket's versioning and Object Lock
+// needs beyond s3API; *s3.Client has it.
+type bucketSettingsAPI interface {
+	GetBucketVersioning(ctx context.Context, in *s3.GetBucketVersioningInput, opts ...func(*s3.Options)) (*s3.GetBucketVersioningOutput, error)
+	GetObjectLockConfiguration(ctx context.Context, in *s3.GetObjectLockConfigurationInput, opts ...func(*s3.Options)) (*s3.GetObjectLockConfigurationOutput, error)
+	ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, opts ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
+}
+
+// checkBucketSettings runs after the writing calls were probed.
+func (p *prober) checkBucketSettings(ctx context.Context) {
+	if p.fatal {
+		return
+	}
+	p.explainRefusals(ctx)
+	p.checkVersioning(ctx)
+}
+
+// denied reports whether a recorded problem is a refusal (403).
+func denied(pr PreflightProblem) bool {
+	return recoverable.ErrorCode(pr.Err) == "AccessDenied" || status(pr.Err) == http.StatusForbidden
+}
+
+// explainRefusals looks for the reasons of refused writes that are not
+// missing permissions: a bucket policy that requires encryption headers
+// (the write is tried again with each kind of encryption the configuration
+// does not ask for; one that succeeds names the setting), and an
+// ExpectedBucketOwner that does not own the bucket.
+func (p *prober) explainRefusals(ctx context.Context) {
+	var refused []int
+	for i, pr := range p.pe.Problems {
+		if denied(pr) && (strings.HasPrefix(pr.Check, "create a multipart upload") || strings.HasPrefix(pr.Check, "put a side object")) {
+			refused = append(refused, i)
+		}
+	}
+	req := p.s.Requests
+	if req.ExpectedBucketOwner != "" {
+		for i, pr := range p.pe.Problems {
+			if denied(pr) {
+				p.pe.Problems[i].Hint = joinHint(pr.Hint, fmt.Sprintf("or the bucket's owner is not Config.ExpectedBucketOwner %s (S3 refuses every call naming another owner)", req.ExpectedBucketOwner))
+			}
+		}
+	}
+	if len(refused) == 0 || req.customerKey() {
+		return
+	}
+	for _, mode := range []string{EncryptionSSEKMS, EncryptionSSES3} {
+		if mode == req.Encryption {
+			continue
+		}
+		key := ownkeys.PreflightSideKey(p.s.StagingPrefix, p.id+"-sse")
+		body := []byte("s3once preflight encryption probe; safe to delete\n")
+		cctx, cancel := context.WithTimeout(ctx, preflightCallTimeout)
+		_, err := p.api.PutObject(cctx, &s3.PutObjectInput{
+			Bucket: aws.String(p.s.Bucket), Key: aws.String(key), Body: bytes.NewReader(body),
+			ContentLength: aws.Int64(int64(len(body))), ServerSideEncryption: types.ServerSideEncryption(mode),
+		})
+		cancel()
+		if err != nil {
+			continue
+		}
+		p.objects = append(p.objects, key)
+		what := "without encryption headers"
+		if req.Encryption != "" {
+			what = "with Encryption " + req.Encryption
+		}
+		for _, i := range refused {
+			p.pe.Problems[i].Permission = ""
+			p.pe.Problems[i].Hint = joinHint(p.pe.Problems[i].Hint,
+				fmt.Sprintf("the bucket refuses uploads %s and takes them with x-amz-server-side-encryption: %s (a bucket policy requires it): set Config.Encryption to %q", what, mode, mode))
+		}
+		return
+	}
+}
+
+func joinHint(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// checkVersioning reads the bucket's versioning and Object Lock settings.
+// A bucket that keeps versions needs Config.VersionedBucket, or every
+// deleted side object and probe stays behind as a billed noncurrent
+// version; with it, the listing of versions must be allowed. Object Lock
+// with a default retention forbids removing any version until it ends, so
+// VersionedBucket cannot work there and is refused; without it, the old
+// versions stay until their retention ends (see the package
+// documentation). A server or a policy that does not let the versioning be
+// read is no problem unless VersionedBucket is set.
+func (p *prober) checkVersioning(ctx context.Context) {
+	api, ok := p.api.(bucketSettingsAPI)
+	if !ok {
+		return
+	}
+	bucket := p.s.Bucket
+	versioned := p.s.Requests.VersionedBucket
+	cctx, cancel := context.WithTimeout(ctx, preflightCallTimeout)
+	v, err := api.GetBucketVersioning(cctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
+	cancel()
+	if err != nil {
+		if versioned {
+			p.classify("read the bucket's versioning", bucket, "", "s3:GetBucketVersioning", err)
+		}
+		return
+	}
+	keeps := v.Status == types.BucketVersioningStatusEnabled || v.Status == types.BucketVersioningStatusSuspended
+	retention := ""
+	cctx, cancel = context.WithTimeout(ctx, preflightCallTimeout)
+	ol, err := api.GetObjectLockConfiguration(cctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(bucket)})
+	cancel()
+	if err == nil && ol.ObjectLockConfiguration != nil && ol.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled {
+		if r := ol.ObjectLockConfiguration.Rule; r != nil && r.DefaultRetention != nil {
+			d := r.DefaultRetention
+			retention = fmt.Sprintf("%s mode, %d days %d years", d.Mode, aws.ToInt32(d.Days), aws.ToInt32(d.Years))
+		}
+	}
+	switch {
+	case retention != "" && versioned:
+		p.add("remove old versions under Object Lock", "s3://"+bucket, "",
+			"unset Config.VersionedBucket: no version can be removed before its retention ends; the side objects' old versions then stay until it does, and a lifecycle rule expiring noncurrent versions under the staging prefix removes them after",
+			fmt.Errorf("the bucket has Object Lock with a default retention (%s)", retention))
+	case retention != "":
+		// Nothing s3once writes can be removed for good before the retention
+		// ends; deletes leave delete markers. Documented, not refused.
+	case keeps && !versioned:
+		p.add("find the bucket's versioning", "s3://"+bucket, "",
+			"set Config.VersionedBucket, so that the clean-up and the sweep remove the old versions of s3once's side objects and probes; without it each one stays as a billed noncurrent version",
+			fmt.Errorf("versioning is %s on the bucket", v.Status))
+	case versioned:
+		staging := ownkeys.Folder(p.s.StagingPrefix)
+		p.check(ctx, "list object versions under the staging prefix", bucket, staging, "s3:ListBucketVersions", func(ctx context.Context) error {
+			_, err := api.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
+			return err
+		})
+	}
+}
