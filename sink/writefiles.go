@@ -333,6 +333,11 @@ func (w *fileWriter) recover(token []byte) error {
 		return w.fail("recover", err)
 	}
 	w.stream = st
+	if takeBack(rr) {
+		metricSelfResumes.Inc(w.ctx, 1)
+		return nil
+	}
+	metricRecoveries.Inc(w.ctx, 1)
 	if rr.Tail.Len > 0 {
 		metricTailsRecovered.Inc(w.ctx, 1)
 	}
@@ -419,6 +424,7 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 	if r.Token, err = coder.EncodeResume(rr); err != nil {
 		return r, w.fail("encode resume token", err)
 	}
+	handOver(rr)
 	r.FileRecords, r.FileBytes = w.records, w.bytes
 	return r, nil
 }
