@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/app"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/s3server"
 	"github.com/s3once/s3once/pipelines/corpus"
 	"github.com/s3once/s3once/sink"
 )
@@ -73,8 +73,8 @@ func run(o options, out, errOut io.Writer) int {
 	// (the context ends, the pipeline stops, the deferred Stop runs), and a
 	// second Ctrl-C or a pipeline that does not stop in time (stopAndExit).
 	// If this process is killed outright, the kernel kills the server too
-	// (s3test sets the parent-death signal).
-	srv, err := s3test.Launch(s3test.Options{Root: o.data})
+	// (s3server sets the parent-death signal).
+	srv, err := s3server.Launch(s3server.Options{Root: o.data})
 	if err != nil {
 		return fail("start the S3 server: %v", err)
 	}
@@ -95,14 +95,14 @@ func run(o options, out, errOut io.Writer) int {
 		os.Exit(130)
 	}()
 
-	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})
+	client := srv.Client(s3server.ClientOptions{MaxAttempts: 3})
 	if err := ensureBucket(ctx, client, o.bucket); err != nil {
 		return fail("%v", err)
 	}
 	cfg := sink.Config{
 		Bucket: o.bucket, Prefix: o.prefix,
-		Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+		Endpoint: srv.Endpoint(), Region: s3server.Region, PathStyle: true,
+		AccessKeyID: s3server.AccessKey, SecretAccessKey: s3server.SecretKey,
 		Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
 	}
 	fmt.Fprintf(out, "preflight of s3://%s/%s/ ... ", o.bucket, o.prefix)
