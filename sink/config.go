@@ -144,6 +144,14 @@ type Config struct {
 	// delete markers of s3once's side objects and probes (never of other
 	// keys). The preflight refuses a versioned bucket without it.
 	VersionedBucket bool
+	// CompletionMarker, when set, writes a marker once every file of a
+	// window is committed (for bounded input in the global window, once
+	// the run's files are): MarkerSuccess, an empty "_SUCCESS" object, or
+	// MarkerManifest, a "_SUCCESS" object listing the window's files as
+	// JSON lines. Its name and bytes are functions of the window and its
+	// files, and it is written once (If-None-Match), as a file is; s3once
+	// never deletes it. See the package documentation for its name.
+	CompletionMarker string
 
 	// Format names the record format (see RegisterFormat): "text" (the
 	// default: strings or []byte, one per line), "jsonl" (any type, one JSON

@@ -333,4 +333,19 @@
 // noncurrent versions under the staging prefix removes them after). Output
 // files are written once and never deleted, so retention does not hinder
 // commits.
+//
+// # Completion markers
+//
+// With Config.CompletionMarker, a last stage groups the committed files'
+// FileResults by window; the grouping fires when the watermark passes the
+// window, after every file of it went through the commit stage, and writes
+// the window's marker: "_SUCCESS" under Prefix for the global window (a
+// bounded run), "_SUCCESS-<window>" for others, "-pane-<n>" added for a
+// later pane (ownkeys.MarkerKey). MarkerSuccess writes it empty;
+// MarkerManifest lists the window's files, each once (a FileResult may
+// arrive twice), sorted by key, as JSON lines. Its bytes are a function of
+// the files, so it is committed as a file is: PutObject with If-None-Match,
+// and an existing marker of the same bytes is a success, of other bytes
+// committer.ErrKeyTaken. A window without records has no marker. Neither
+// the commit stage nor the sweep touches markers.
 package sink

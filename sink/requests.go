@@ -39,6 +39,8 @@ type requestSettings struct {
 	// VersionedBucket is not a header: it tells the committer to remove old
 	// versions of s3once's staging keys (committer.Options.Versioned).
 	VersionedBucket bool `json:"versionedBucket,omitempty"`
+	// CompletionMarker is not a header either: see marker.go.
+	CompletionMarker string `json:"completionMarker,omitempty"`
 }
 
 // requestSettings takes c's request settings and checks what can be checked
@@ -51,7 +53,7 @@ func (c Config) requestSettings() (requestSettings, []string) {
 		StorageClass: c.StorageClass, Tags: maps.Clone(c.Tags),
 		CacheControl: c.CacheControl, ContentDisposition: c.ContentDisposition,
 		Metadata:        maps.Clone(c.Metadata),
-		VersionedBucket: c.VersionedBucket,
+		VersionedBucket: c.VersionedBucket, CompletionMarker: c.CompletionMarker,
 	}
 	var problems []string
 	req := r.withoutKey()
@@ -60,6 +62,9 @@ func (c Config) requestSettings() (requestSettings, []string) {
 	}
 	if r.customerKey() && r.Encryption != "" {
 		problems = append(problems, fmt.Sprintf("an SSE-C key (SSECustomerKeyEnv, SSECustomerKeyFile) and Encryption %q exclude each other: S3 takes one kind of server-side encryption per object", r.Encryption))
+	}
+	if err := checkMarker(r.CompletionMarker); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if err := req.Validate(); err != nil {
 		problems = append(problems, err.Error())
