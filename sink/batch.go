@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/s3once/s3once/coder"
 )
 
 // batch is the writer's element: records of one shard of one destination,
@@ -201,33 +203,49 @@ func subBatchHash(rec []byte) int {
 	return int(h >> 58)
 }
 
-// The batch encoding: magic, version, payload, CRC-32C of everything before
-// it. The payload holds the destination, window, pane, shard, shard count,
-// then (from version 2 on) the sub-batch and the sub-batch count, then the
-// records, each length-prefixed (uvarint). It is not framed with the coder
-// package's Frame, whose payloads are bounded to 1 MiB. Version 1, which had
-// no sub-batches, still decodes, as sub-batch 0 of 1.
-var batchMagic = [4]byte{'S', '3', 'W', 'B'}
+// The batch encoding, version 3: one frame of the coder package
+// (coder.Framing, magic "S3WB", a bound of maxBatchPayload) around the
+// payload: the destination, the window (length-prefixed strings), the pane,
+// the shard, the shard count, the sub-batch, the sub-batch count and the
+// number of records (minimal uvarints), then the records, each
+// length-prefixed (uvarint). The payload is written in place into the frame
+// and the decoded records alias the input: a batch of gigabytes is never
+// copied by its codec.
+//
+// Versions 1 and 2 (written before version 3) had their own frame: magic,
+// version, payload, CRC-32C of everything before it, with no length field.
+// Their payloads are version 3's, without the sub-batch fields in version 1
+// (sub-batch 0 of 1). They still decode (decodeLegacyBatch), so that batches
+// in checkpoints taken by an earlier build are read by this one; encodeBatch
+// writes version 3 only. testdata/batch_v1.bin and batch_v2*.bin are
+// examples of them, batch_v3*.bin of version 3.
+var batchFraming = coder.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: maxBatchPayload}
 
-const batchVersion = 2
+const (
+	batchVersion = 3
+	// maxBatchPayload bounds a batch's payload: MaxMaxBatchBytes of records
+	// with their length prefixes and the header fields fit under it (for
+	// records of 4 bytes or more, terminator included), and so does the
+	// frame's four-byte length field.
+	maxBatchPayload = coder.MaxFramePayload
+)
 
 // errBatchEncoding is wrapped by every batch decoding error.
 var errBatchEncoding = errors.New("s3once sink: malformed batch encoding")
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func encodeBatch(b batch) ([]byte, error) {
 	if b.Shards < 1 || b.Shards > MaxShards || b.Shard < 0 || b.Shard >= b.Shards || b.Pane < 0 ||
 		b.SubBatches < 1 || b.SubBatches > maxSubBatches || b.SubBatch < 0 || b.SubBatch >= b.SubBatches {
 		return nil, fmt.Errorf("s3once sink: cannot encode batch: shard %d of %d, sub-batch %d of %d, pane %d", b.Shard, b.Shards, b.SubBatch, b.SubBatches, b.Pane)
 	}
-	size := 5 + 4 + 7*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window)
+	size := 7*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window)
 	for _, l := range b.Lines {
-		size += uvarintLen(uint64(len(l))) + len(l)
+		size += binary.MaxVarintLen32 + len(l)
 	}
-	out := make([]byte, 0, size)
-	out = append(out, batchMagic[:]...)
-	out = append(out, batchVersion)
+	out, err := batchFraming.Begin(batchVersion, size)
+	if err != nil {
+		return nil, fmt.Errorf("s3once sink: cannot encode batch: %w", err)
+	}
 	out = appendString(out, b.Destination)
 	out = appendString(out, b.Window)
 	out = binary.AppendUvarint(out, uint64(b.Pane))
@@ -240,130 +258,90 @@ func encodeBatch(b batch) ([]byte, error) {
 		out = binary.AppendUvarint(out, uint64(len(l)))
 		out = append(out, l...)
 	}
-	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+	if out, err = batchFraming.End(out); err != nil {
+		return nil, fmt.Errorf("s3once sink: cannot encode batch of %d records: %w", len(b.Lines), err)
+	}
+	return out, nil
 }
 
-// decodeBatch decodes what encodeBatch wrote. The records alias data.
+// decodeBatch decodes what encodeBatch wrote, or what a build before
+// version 3 wrote. The records alias data.
 func decodeBatch(data []byte) (batch, error) {
-	fail := func(format string, args ...any) (batch, error) {
-		return batch{}, fmt.Errorf("%w: %s", errBatchEncoding, fmt.Sprintf(format, args...))
+	var (
+		version byte
+		payload []byte
+		err     error
+	)
+	if len(data) > 4 && [4]byte(data[:4]) == batchFraming.Magic && (data[4] == 1 || data[4] == 2) {
+		version, payload, err = decodeLegacyBatch(data)
+	} else {
+		version, payload, err = batchFraming.Unframe(batchVersion, data)
 	}
+	if err != nil {
+		return batch{}, fmt.Errorf("%w: %w", errBatchEncoding, err)
+	}
+	b, err := decodeBatchPayload(version, payload)
+	if err != nil {
+		return batch{}, fmt.Errorf("%w: %w", errBatchEncoding, err)
+	}
+	return b, nil
+}
+
+// decodeLegacyBatch checks the frame of versions 1 and 2 and returns the
+// version and the payload (aliasing data).
+func decodeLegacyBatch(data []byte) (byte, []byte, error) {
 	if len(data) < 5+4 {
-		return fail("%d bytes is too short", len(data))
-	}
-	if [4]byte(data[:4]) != batchMagic {
-		return fail("bad magic %q", data[:4])
+		return 0, nil, fmt.Errorf("%d bytes is too short", len(data))
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return fail("CRC-32C %08x, stored %08x", got, sum)
+	if got := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)); got != sum {
+		return 0, nil, fmt.Errorf("CRC-32C %08x, stored %08x", got, sum)
 	}
-	version := data[4]
-	if version < 1 || version > batchVersion {
-		return fail("version %d (this build reads versions 1 to %d)", version, batchVersion)
-	}
-	r := fieldReader{b: body[5:]}
+	return data[4], body[5:], nil
+}
+
+// decodeBatchPayload reads a payload of the given version (1 to 3).
+func decodeBatchPayload(version byte, payload []byte) (batch, error) {
+	r := coder.NewFieldReader("batch", payload)
 	var b batch
-	b.Destination = r.str(MaxDestinationLen)
-	b.Window = r.str(256)
-	pane := r.uvarint(math.MaxInt64)
-	shard := r.uvarint(MaxShards - 1)
-	shards := r.uvarint(MaxShards)
+	b.Destination = r.String("destination", MaxDestinationLen)
+	b.Window = r.String("window", 256)
+	pane := r.Uvarint("pane", math.MaxInt64)
+	shard := r.Uvarint("shard", MaxShards-1)
+	shards := r.Uvarint("shard count", MaxShards)
 	sub, subs := uint64(0), uint64(1)
 	if version >= 2 {
-		sub = r.uvarint(maxSubBatches - 1)
-		subs = r.uvarint(maxSubBatches)
+		sub = r.Uvarint("sub-batch", maxSubBatches-1)
+		subs = r.Uvarint("sub-batch count", maxSubBatches)
 	}
-	count := r.uvarint(uint64(len(r.b)))
-	if r.err != nil {
-		return fail("%v", r.err)
+	count := r.Uvarint("record count", uint64(r.Remaining()))
+	if err := r.Err(); err != nil {
+		return batch{}, err
 	}
 	b.Pane, b.Shard, b.Shards = int64(pane), int(shard), int(shards)
 	b.SubBatch, b.SubBatches = int(sub), int(subs)
 	if b.Shards < 1 || b.Shard >= b.Shards {
-		return fail("shard %d of %d", b.Shard, b.Shards)
+		return batch{}, fmt.Errorf("shard %d of %d", b.Shard, b.Shards)
 	}
 	if b.SubBatches < 1 || b.SubBatch >= b.SubBatches {
-		return fail("sub-batch %d of %d", b.SubBatch, b.SubBatches)
+		return batch{}, fmt.Errorf("sub-batch %d of %d", b.SubBatch, b.SubBatches)
 	}
 	if err := checkPath("destination", b.Destination, MaxDestinationLen); err != nil {
-		return fail("%v", err)
+		return batch{}, err
 	}
 	if b.Window == "" {
-		return fail("empty window name")
+		return batch{}, errors.New("empty window name")
 	}
 	b.Lines = make([][]byte, 0, count)
-	for i := uint64(0); i < count; i++ {
-		n := r.uvarint(uint64(len(r.b)))
-		l := r.take(int(n))
-		if r.err != nil {
-			return fail("record %d: %v", i, r.err)
-		}
-		b.Lines = append(b.Lines, l)
+	for range count {
+		b.Lines = append(b.Lines, r.Bytes("record", r.Remaining()))
 	}
-	if len(r.b) != 0 {
-		return fail("%d unexpected bytes after the records", len(r.b))
+	if err := r.Finish(); err != nil {
+		return batch{}, err
 	}
 	return b, nil
 }
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-// fieldReader takes minimal uvarints and byte strings off b. The first failure
-// sticks.
-type fieldReader struct {
-	b   []byte
-	err error
-}
-
-func (r *fieldReader) uvarint(max uint64) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	switch {
-	case n == 0:
-		r.err = errors.New("input ends inside a number")
-		return 0
-	case n < 0:
-		r.err = errors.New("number overflows 64 bits")
-		return 0
-	case n != uvarintLen(v):
-		r.err = errors.New("number is not minimally encoded")
-		return 0
-	case v > max:
-		r.err = fmt.Errorf("number %d exceeds its bound %d", v, max)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *fieldReader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n > len(r.b) {
-		r.err = fmt.Errorf("field of %d bytes but %d remain", n, len(r.b))
-		return nil
-	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *fieldReader) str(max int) string {
-	n := r.uvarint(uint64(max))
-	return string(r.take(int(n)))
 }

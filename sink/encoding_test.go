@@ -2,14 +2,17 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -86,7 +89,7 @@ func TestRestrictionGolden(t *testing.T) {
 func TestBatchGolden(t *testing.T) {
 	split := fixtureBatch()
 	split.SubBatch, split.SubBatches = 5, 8
-	for name, b := range map[string]batch{"batch_v2.bin": fixtureBatch(), "batch_v2_split.bin": split} {
+	for name, b := range map[string]batch{"batch_v3.bin": fixtureBatch(), "batch_v3_split.bin": split} {
 		t.Run(name, func(t *testing.T) {
 			enc, err := encodeBatch(b)
 			if err != nil {
@@ -103,19 +106,56 @@ func TestBatchGolden(t *testing.T) {
 	}
 }
 
-// TestBatchV1 decodes a batch written by the first version of the encoding,
-// which had no sub-batches, as sub-batch 0 of 1.
-func TestBatchV1(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "batch_v1.bin"))
+// TestBatchOldVersions decodes batches written by the versions before 3,
+// which had a frame of their own: version 1, which had no sub-batches, as
+// sub-batch 0 of 1, and version 2. Their files were written by those
+// versions and never change; a batch they hold re-encodes as version 3.
+func TestBatchOldVersions(t *testing.T) {
+	split := fixtureBatch()
+	split.SubBatch, split.SubBatches = 5, 8
+	for name, want := range map[string]batch{"batch_v1.bin": fixtureBatch(), "batch_v2.bin": fixtureBatch(), "batch_v2_split.bin": split} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeBatch(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded %+v, want %+v", got, want)
+			}
+			enc, err := encodeBatch(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc[4] != batchVersion {
+				t.Fatalf("re-encoded as version %d, want %d", enc[4], batchVersion)
+			}
+		})
+	}
+}
+
+// TestBatchFrame checks that a batch is one frame of the coder package,
+// which a reader of frames takes apart without knowing batches.
+func TestBatchFrame(t *testing.T) {
+	enc, err := encodeBatch(fixtureBatch())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeBatch(data)
+	v, p, err := coder.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: coder.MaxFramePayload}.Unframe(255, enc)
+	if err != nil || v != batchVersion || len(p) != len(enc)-coder.Overhead {
+		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-coder.Overhead)
+	}
+	// The decoded records alias the encoding: nothing is copied.
+	b, err := decodeBatch(enc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fixtureBatch(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("decoded %+v, want %+v", got, want)
+	last := b.Lines[len(b.Lines)-1]
+	if &last[0] != &enc[len(enc)-4-len(last)] {
+		t.Fatal("the decoded records do not alias the encoding")
 	}
 }
 
@@ -198,7 +238,7 @@ func FuzzDecodeRestriction(f *testing.F) {
 }
 
 func FuzzDecodeBatch(f *testing.F) {
-	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin"} {
+	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin", "batch_v3.bin", "batch_v3_split.bin"} {
 		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(b)
 		}
@@ -206,6 +246,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("S3WB\x01"))
 	f.Add([]byte("S3WB\x02"))
+	f.Add([]byte("S3WB\x03\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := decodeBatch(data)
 		if err != nil {
@@ -230,4 +271,39 @@ func FuzzDecodeBatch(f *testing.F) {
 			t.Fatalf("%x decodes to %+v, which re-encodes and decodes to %+v (%v)", data, b, again, err)
 		}
 	})
+}
+
+// TestRestrictionTokenDecodedOnce: the restriction's coder carries the token
+// as the writer made it, without decoding it (the runner encodes and decodes
+// restrictions many times), and the writer decodes it once, when it resumes
+// the file: a token that is not one is refused there, naming the file, as
+// recoverable.ErrInvalidToken, before any S3 call.
+func TestRestrictionTokenDecodedOnce(t *testing.T) {
+	b := batch{Window: "global", Shard: 0, Shards: 1, SubBatches: 1, Lines: [][]byte{[]byte("a\n"), []byte("b\n"), []byte("c\n")}}
+	rest := restriction{Start: 1, End: 3, FileRecords: 1, FileBytes: 2, Token: []byte("not a resume token")}
+	got := roundTrip(t, rest, encodeRestriction, decodeRestriction)
+	if !reflect.DeepEqual(got, rest) {
+		t.Fatalf("decoded %+v, want %+v", got, rest)
+	}
+
+	fake := s3mem.New(s3mem.Options{})
+	bucket := fake.Bucket()
+	client := fake.NewClient(s3mem.ClientOptions{})
+	st, err := Config{Bucket: bucket, Prefix: "out"}.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := &writeFilesFn{S: st.forWriter()}
+	if err := fn.init(client); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(fake.Calls())
+	_, err = fn.ProcessElement(context.Background(), fn.CreateTracker(got), b, func(pendingFile) { t.Error("a file was emitted") })
+	key := fileKey(fn.S, fn.ext, &b, 0)
+	if !errors.Is(err, recoverable.ErrInvalidToken) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("resuming from a bad token: %v; want ErrInvalidToken naming %s", err, key)
+	}
+	if n := len(fake.Calls()) - calls; n != 0 {
+		t.Errorf("%d S3 calls made for a bad token", n)
+	}
 }

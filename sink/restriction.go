@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,8 +50,10 @@ func (r restriction) validate() error {
 
 // The restriction's encoding is a frame of the coder package (magic "S3WR",
 // version 1) around: Start, End, FileIndex, FileRecords, FileBytes as minimal
-// uvarints, then the token's length (uvarint; 0 for none) and bytes. A token,
-// when present, must itself decode (coder.DecodeResume).
+// uvarints, then the token's length (uvarint; 0 for none) and bytes. The
+// token is carried as the writer made it: the restriction's coder never
+// decodes it (the frame's checksum covers it); the writer decodes it once,
+// when it resumes the file (fileWriter.recover).
 var restrictionMagic = [4]byte{'S', '3', 'W', 'R'}
 
 const restrictionVersion byte = 1
@@ -84,26 +87,19 @@ func decodeRestriction(data []byte) (restriction, error) {
 	if err != nil {
 		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
 	}
-	fr := fieldReader{b: p}
+	fr := coder.NewFieldReader("restriction", p)
 	var r restriction
-	r.Start = int64(fr.uvarint(math.MaxInt64))
-	r.End = int64(fr.uvarint(math.MaxInt64))
-	r.FileIndex = int(fr.uvarint(math.MaxInt32))
-	r.FileRecords = int64(fr.uvarint(math.MaxInt64))
-	r.FileBytes = int64(fr.uvarint(math.MaxInt64))
-	n := fr.uvarint(uint64(len(fr.b)))
-	tok := fr.take(int(n))
-	if fr.err != nil {
-		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, fr.err)
+	r.Start = int64(fr.Uvarint("Start", math.MaxInt64))
+	r.End = int64(fr.Uvarint("End", math.MaxInt64))
+	r.FileIndex = int(fr.Uvarint("FileIndex", math.MaxInt32))
+	r.FileRecords = int64(fr.Uvarint("FileRecords", math.MaxInt64))
+	r.FileBytes = int64(fr.Uvarint("FileBytes", math.MaxInt64))
+	tok := fr.Bytes("Token", fr.Remaining())
+	if err := fr.Finish(); err != nil {
+		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
 	}
-	if len(fr.b) != 0 {
-		return restriction{}, fmt.Errorf("%w: %d unexpected bytes after the token", errRestrictionEncoding, len(fr.b))
-	}
-	if n > 0 {
-		if _, err := coder.DecodeResume(tok); err != nil {
-			return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
-		}
-		r.Token = append([]byte(nil), tok...)
+	if len(tok) > 0 {
+		r.Token = bytes.Clone(tok)
 	}
 	if err := r.validate(); err != nil {
 		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
