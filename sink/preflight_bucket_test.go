@@ -117,3 +117,18 @@ func TestPreflightVersionedBucket(t *testing.T) {
 		t.Errorf("versioned bucket with VersionedBucket: %v", err)
 	}
 }
+
+// The client the sink builds for itself (Preflight's, the workers') carries
+// the request settings: under another owner, versitygw refuses its calls.
+func TestSinkClientCarriesRequestSettings(t *testing.T) {
+	bucket := srv.Bucket(t)
+	cfg := testConfig(bucket, "out")
+	cfg.ExpectedBucketOwner = "444455556666"
+	if err := Preflight(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("preflight under another owner through the sink's own client: %v, want AccessDenied", err)
+	}
+	cfg.ExpectedBucketOwner = s3test.AccessKey
+	if err := Preflight(context.Background(), cfg); err != nil {
+		t.Errorf("preflight under the right owner: %v", err)
+	}
+}

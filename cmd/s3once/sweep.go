@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3req"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -54,6 +57,8 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		quiet       = fs.Bool("quiet", false, "no progress line")
 		concurrency = fs.Int("concurrency", committer.DefaultSweepConcurrency, "uploads inspected and aborted at once")
 		attempts    = fs.Int("max-attempts", 3, "tries per S3 call on retryable errors (on top of the SDK's own)")
+		versioned   = fs.Bool("versioned", false, "the bucket keeps versions: also remove the old versions and delete markers of s3once's staging keys")
+		owner       = fs.String("expected-bucket-owner", "", "account ID that must own the bucket (S3 refuses every call otherwise)")
 		cf          clientFlags
 	)
 	fs.Var(&olderThan, "older-than", "minimum age of what is removed: a duration (36h) or days (7d) (required)")
@@ -79,7 +84,14 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts})
+	if *owner != "" {
+		req := s3req.Settings{ExpectedBucketOwner: *owner}
+		if err := req.Validate(); err != nil {
+			return usagef("%v", err)
+		}
+		client = s3.New(client.Options(), req.Apply)
+	}
+	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts, Versioned: *versioned})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -132,6 +144,9 @@ func printSweep(w io.Writer, rep committer.SweepReport, olderThan time.Duration)
 	}
 	line("uploads", aborted, rep.Uploads)
 	line("side objects", deleted, rep.SideObjects)
+	if rep.Versions.Scanned > 0 {
+		line("old versions", deleted, rep.Versions)
+	}
 	if rep.DryRun {
 		fmt.Fprintf(w, "  total         %s %d uploads and %d side objects, %s\n", removed,
 			rep.Uploads.Stale, rep.SideObjects.Stale, humanBytes(rep.Uploads.Bytes+rep.SideObjects.Bytes))
