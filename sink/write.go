@@ -70,6 +70,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 			return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
+	st.bindParquetRow(elemT)
 	kind, err := destinationKind(cfg.Destination, elemT)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -120,14 +121,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	files, err := single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit()}, shuffled))
-	if err != nil {
-		return beam.PCollection{}, err
-	}
-	if err := withMarkers(s, files, st); err != nil { // marker.go
-		return beam.PCollection{}, err
-	}
-	return files, nil
+	return single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit()}, shuffled))
 }
 
 // checkTopLevel refuses function literals and method values: Beam sends a

@@ -55,7 +55,8 @@ type writeFilesFn struct {
 	header    []byte
 	ext       string
 	oo        recoverable.ObjectOptions
-	comp      io.WriteCloser // reused between compressed members
+	comp      io.WriteCloser  // reused between compressed members
+	pq        *parquetWriters // nil unless the format is Parquet
 
 	// finalized is set once one of this instance's finalization callbacks
 	// has run; from then on the instance registers none (see
@@ -96,6 +97,9 @@ func (f *writeFilesFn) init(client s3API) error {
 	}
 	if h, ok := f.format.(FileHeader); ok {
 		f.header = h.FileHeader()
+	}
+	if f.pq, err = newParquetWriters(f.S); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
 	}
 	f.ext = f.format.Extension() + f.codec.Extension()
 	f.oo = recoverable.ObjectOptions{ContentType: f.format.ContentType()}
@@ -167,7 +171,13 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	defer w.dispose()
 	if rest.Token != nil {
 		err := w.recover(rest.Token)
-		if mustRewrite(err) {
+		if err == nil {
+			err = w.resumeParquet(rest)
+		}
+		if errors.Is(err, errParquetReplay) {
+			w.dispose() // keeps the upload: a token names it
+		}
+		if mustRewrite(err) || errors.Is(err, errParquetReplay) {
 			// The upload or the tail the token names is gone or altered:
 			// the commit stage committed the file after the checkpoint the
 			// runner restored, or it was swept. Write the file again.
@@ -249,6 +259,7 @@ type fileWriter struct {
 
 	stream *recoverable.Stream // nil when no file is open
 	member io.WriteCloser      // the open compressed member, or nil
+	enc    *parquetFile        // the open Parquet file's encoder, or nil
 }
 
 func (w *fileWriter) key() string { return fileKey(w.fn.S, w.fn.ext, w.b, w.index) }
@@ -282,13 +293,19 @@ func (w *fileWriter) write(line []byte) error {
 			return err
 		}
 	}
-	if w.member == nil {
-		if err := w.beginMember(); err != nil {
-			return err
+	if w.enc != nil {
+		if err := w.enc.write(line); err != nil {
+			return w.fail("write", err)
 		}
-	}
-	if _, err := w.member.Write(line); err != nil {
-		return w.fail("write", err)
+	} else {
+		if w.member == nil {
+			if err := w.beginMember(); err != nil {
+				return err
+			}
+		}
+		if _, err := w.member.Write(line); err != nil {
+			return w.fail("write", err)
+		}
 	}
 	n := int64(len(line))
 	w.records++
@@ -308,6 +325,9 @@ func (w *fileWriter) open() error {
 	}
 	w.stream = st
 	w.records, w.bytes, w.seg = 0, 0, 0
+	if w.fn.pq != nil {
+		w.enc = w.fn.pq.start(st)
+	}
 	if len(w.fn.header) > 0 {
 		if err := w.beginMember(); err != nil {
 			return err
@@ -426,6 +446,10 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 	}
 	handOver(rr)
 	r.FileRecords, r.FileBytes = w.records, w.bytes
+	if w.enc != nil {
+		w.fn.pq.suspend(rr.UploadID, w.enc)
+		w.enc = nil
+	}
 	return r, nil
 }
 
@@ -435,6 +459,13 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 func (w *fileWriter) close() error {
 	if err := w.endMember(); err != nil {
 		return err
+	}
+	if w.enc != nil {
+		err := w.enc.finish()
+		w.enc = nil
+		if err != nil {
+			return w.fail("close", err)
+		}
 	}
 	key := w.key()
 	cr, err := w.stream.CloseForCommit(w.ctx)
@@ -510,6 +541,7 @@ func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable
 // dispose releases a file left open (after a checkpoint or a failure). A
 // persisted upload is kept for the residual; one never persisted is aborted.
 func (w *fileWriter) dispose() {
+	w.enc = nil
 	if w.member != nil {
 		w.fn.comp = nil // half-written: never reuse
 		w.member = nil

@@ -1,0 +1,178 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+)
+
+func init() {
+	RegisterFormat("parquet", Parquet{})
+}
+
+// Defaults and bounds of ParquetOptions.
+const (
+	// DefaultRowGroupBytes is ParquetOptions.RowGroupBytes when zero.
+	DefaultRowGroupBytes = 64 << 20
+	// MinRowGroupBytes and MaxRowGroupBytes bound ParquetOptions.RowGroupBytes.
+	MinRowGroupBytes = 1 << 10
+	MaxRowGroupBytes = MaxMaxBatchBytes
+)
+
+// parquetCreatedBy is the created_by string of every file's footer. It is
+// fixed here, not taken from the library's build information, so that a
+// file's bytes do not depend on how the program was built. Change it with
+// the library's version: a new version may encode other bytes anyway.
+const parquetCreatedBy = "s3once version 1 (build parquet-go v0.32.0)"
+
+// ParquetOptions are the settings of Format "parquet" (Config.Parquet). Zero
+// values mean the defaults. Every one of them changes a file's bytes.
+type ParquetOptions struct {
+	// Compression is the codec of every column's pages: "snappy" (the
+	// default), "zstd", "gzip" or "none". A column's own tag (such as
+	// `parquet:"name,zstd"`) overrides it. Config.Compression does not apply
+	// to Parquet files and must stay empty or "none".
+	Compression string
+	// RowGroupBytes ends a row group once its records (their row encoding,
+	// as MaxFileBytes counts them) reach this many bytes. Default
+	// DefaultRowGroupBytes (64 MiB), at least 1 KiB, at most 2 GiB. A writer
+	// holds one open row group per file in memory, compressed.
+	RowGroupBytes int64
+	// RowGroupRecords, when positive, also ends a row group once it holds
+	// this many records.
+	RowGroupRecords int64
+}
+
+func (o ParquetOptions) isZero() bool { return o == ParquetOptions{} }
+
+// parquetSettings is ParquetOptions with defaults filled in, as it travels
+// to workers, plus the element type the pipeline was built with.
+type parquetSettings struct {
+	Compression     string            `json:"compression"`
+	RowGroupBytes   int64             `json:"rowGroupBytes"`
+	RowGroupRecords int64             `json:"rowGroupRecords,omitempty"`
+	Row             *beam.EncodedType `json:"row,omitempty"`
+}
+
+// parquetCodecs are the page codecs ParquetOptions.Compression names.
+var parquetCodecs = map[string]compress.Codec{
+	"snappy": &parquet.Snappy,
+	"zstd":   &parquet.Zstd,
+	"gzip":   &parquet.Gzip,
+	"none":   &parquet.Uncompressed,
+}
+
+// applyParquet checks opts against s's format and compression, and fills
+// s.Parquet when the format is Parquet. It returns the problems found.
+func (s *settings) applyParquet(opts ParquetOptions) []string {
+	f, err := lookupFormat(s.Format)
+	if err != nil {
+		return nil // reported with the format
+	}
+	if _, ok := f.(Parquet); !ok {
+		if !opts.isZero() {
+			return []string{fmt.Sprintf("Parquet settings apply to Parquet files only, and Format is %q", s.Format)}
+		}
+		return nil
+	}
+	var problems []string
+	if s.Compression != "" && s.Compression != "none" {
+		problems = append(problems, fmt.Sprintf("Compression %q does not apply to Format %q: a Parquet file compresses each column's pages itself; leave Compression empty and set Parquet.Compression (\"snappy\", the default, \"zstd\", \"gzip\" or \"none\")", s.Compression, s.Format))
+	}
+	p := parquetSettings{Compression: opts.Compression, RowGroupBytes: opts.RowGroupBytes, RowGroupRecords: opts.RowGroupRecords}
+	if p.Compression == "" {
+		p.Compression = "snappy"
+	}
+	if _, ok := parquetCodecs[p.Compression]; !ok {
+		problems = append(problems, fmt.Sprintf("Parquet.Compression %q must be \"snappy\", \"zstd\", \"gzip\" or \"none\" (empty means \"snappy\")", opts.Compression))
+	}
+	if p.RowGroupBytes == 0 {
+		p.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if p.RowGroupBytes < MinRowGroupBytes || p.RowGroupBytes > MaxRowGroupBytes {
+		problems = append(problems, fmt.Sprintf("Parquet.RowGroupBytes %d must be in [%d, %d] (0 means %d)", p.RowGroupBytes, MinRowGroupBytes, int64(MaxRowGroupBytes), DefaultRowGroupBytes))
+	}
+	if p.RowGroupRecords < 0 {
+		problems = append(problems, fmt.Sprintf("Parquet.RowGroupRecords %d must not be negative (0 means no limit)", p.RowGroupRecords))
+	}
+	s.Parquet = &p
+	return problems
+}
+
+// bindParquetRow records the input's element type for the writer, which
+// decodes rows into it; it does nothing for other formats.
+func (s *settings) bindParquetRow(t reflect.Type) {
+	if s.Parquet != nil {
+		p := *s.Parquet
+		p.Row = &beam.EncodedType{T: t}
+		s.Parquet = &p
+	}
+}
+
+// Parquet writes Go structs as Apache Parquet files, with
+// github.com/parquet-go/parquet-go; see the package documentation's
+// "Parquet" section for the schema, the row encoding and what makes the
+// bytes. Its settings are in Config.Parquet; it is registered as "parquet".
+type Parquet struct{}
+
+var parquetRowCodecs sync.Map // reflect.Type -> *rowCodec
+
+// parquetRowCodec returns the row codec of t, checking t's Parquet schema
+// the first time.
+func parquetRowCodec(t reflect.Type) (*rowCodec, error) {
+	if c, ok := parquetRowCodecs.Load(t); ok {
+		return c.(*rowCodec), nil
+	}
+	c, err := newRowCodec(t)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := parquetSchema(t); err != nil {
+		return nil, err
+	}
+	parquetRowCodecs.Store(t, c)
+	return c, nil
+}
+
+// parquetSchema is parquet-go's schema of t. parquet-go panics on a type or a
+// tag it cannot map; that is an error here.
+func parquetSchema(t reflect.Type) (schema *parquet.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			schema, err = nil, fmt.Errorf("format \"parquet\": type %v has no Parquet schema: %v", t, r)
+		}
+	}()
+	return parquet.SchemaOf(reflect.New(t).Interface()), nil
+}
+
+// CheckType accepts struct types whose fields all have a deterministic
+// Parquet form, and names the first field that has none.
+func (Parquet) CheckType(t reflect.Type) error {
+	_, err := parquetRowCodec(t)
+	return err
+}
+
+// Append appends the row encoding of elem, a struct.
+func (Parquet) Append(dst []byte, elem any) ([]byte, error) {
+	v := reflect.ValueOf(elem)
+	if !v.IsValid() {
+		return dst, errors.New("format \"parquet\": nil element")
+	}
+	c, err := parquetRowCodec(v.Type())
+	if err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	if dst, err = c.append(dst, v); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+func (Parquet) Extension() string   { return ".parquet" }
+func (Parquet) ContentType() string { return "application/vnd.apache.parquet" }

@@ -1,0 +1,228 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/minio/crc64nvme"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/s3once/s3once/coder"
+)
+
+// errParquetReplay is wrapped by the error of a recovery whose re-encoded
+// records do not give the bytes the token describes: the library or its
+// settings changed since the checkpoint. The writer then writes the file
+// again from its first record.
+var errParquetReplay = errors.New("s3once sink: re-encoding the records of an open Parquet file does not give the bytes its token describes")
+
+// maxSuspendedParquet bounds the Parquet files a writer instance keeps
+// encoders for between a self-checkpoint and its resume.
+const maxSuspendedParquet = 2
+
+// parquetWriters is a writer DoFn instance's Parquet state: how to encode,
+// and the encoders of files it checkpointed, by upload, so that a resume in
+// the same instance goes on without re-encoding the file's records.
+type parquetWriters struct {
+	s      parquetSettings
+	codec  *rowCodec
+	schema *parquet.Schema
+	pages  parquet.WriterOption
+
+	mu        sync.Mutex
+	suspended []*parquetFile // oldest first
+}
+
+// newParquetWriters returns nil, nil unless s's format is Parquet.
+func newParquetWriters(s settings) (*parquetWriters, error) {
+	if s.Parquet == nil {
+		return nil, nil
+	}
+	if s.Parquet.Row == nil || s.Parquet.Row.T == nil {
+		return nil, errors.New("the pipeline was built without the Parquet element type")
+	}
+	codec, err := parquetRowCodec(s.Parquet.Row.T)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := parquetSchema(s.Parquet.Row.T)
+	if err != nil {
+		return nil, err
+	}
+	pages, ok := parquetCodecs[s.Parquet.Compression]
+	if !ok {
+		return nil, fmt.Errorf("unknown Parquet compression %q", s.Parquet.Compression)
+	}
+	return &parquetWriters{s: *s.Parquet, codec: codec, schema: schema, pages: parquet.Compression(pages)}, nil
+}
+
+// parquetFile encodes one file's records as Parquet. Row groups end by the
+// records alone; bytes reach the output only when a row group ends, and at
+// the end of the file.
+type parquetFile struct {
+	pw    *parquet.Writer
+	out   *parquetOutput
+	codec *rowCodec
+	val   reflect.Value // decoded into, record after record
+
+	settings parquetSettings
+	records  int64 // records in the file
+	rgBytes  int64 // record bytes in the open row group
+	rgRows   int64 // records in the open row group
+
+	upload string // the upload, while suspended
+}
+
+// parquetOutput counts and checksums what the encoder writes, and passes it
+// on to w; a nil w drops it (a replay).
+type parquetOutput struct {
+	w   io.Writer
+	n   int64
+	crc uint64
+}
+
+func (o *parquetOutput) Write(p []byte) (int, error) {
+	o.n += int64(len(p))
+	o.crc = crc64nvme.Update(o.crc, p)
+	if o.w == nil {
+		return len(p), nil
+	}
+	return o.w.Write(p)
+}
+
+// start begins a file that writes to w (nil: nowhere).
+func (p *parquetWriters) start(w io.Writer) *parquetFile {
+	out := &parquetOutput{w: w}
+	opts := []parquet.WriterOption{
+		p.schema,
+		p.pages,
+		&parquet.WriterConfig{CreatedBy: parquetCreatedBy},
+		// Unbuffered: a row group is in the output as soon as it ends, so a
+		// checkpoint persists exactly the row groups ended so far.
+		parquet.WriteBufferSize(0),
+	}
+	return &parquetFile{
+		pw:       parquet.NewWriter(out, opts...),
+		out:      out,
+		codec:    p.codec,
+		val:      reflect.New(p.codec.t).Elem(),
+		settings: p.s,
+	}
+}
+
+// write adds a record (its row encoding) to the file.
+func (f *parquetFile) write(rec []byte) error {
+	if err := f.codec.decode(rec, f.val); err != nil {
+		return err
+	}
+	if err := f.pw.Write(f.val.Addr().Interface()); err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	f.records++
+	f.rgRows++
+	f.rgBytes += int64(len(rec))
+	if f.rgBytes >= f.settings.RowGroupBytes || (f.settings.RowGroupRecords > 0 && f.rgRows >= f.settings.RowGroupRecords) {
+		if err := f.pw.Flush(); err != nil {
+			return fmt.Errorf("parquet: end row group: %w", err)
+		}
+		f.rgBytes, f.rgRows = 0, 0
+	}
+	return nil
+}
+
+// finish ends the open row group and writes the footer.
+func (f *parquetFile) finish() error {
+	if err := f.pw.Close(); err != nil {
+		return fmt.Errorf("parquet: write footer: %w", err)
+	}
+	return nil
+}
+
+// suspend keeps f, the encoder of a file just checkpointed under upload, for
+// a resume in this instance. The oldest suspended file goes when there are
+// more than maxSuspendedParquet: a resume elsewhere, or never, must not pin
+// memory.
+func (p *parquetWriters) suspend(upload string, f *parquetFile) {
+	f.out.w = nil
+	f.upload = upload
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.suspended = append(p.suspended, f)
+	if n := len(p.suspended) - maxSuspendedParquet; n > 0 {
+		clear(p.suspended[:n])
+		p.suspended = p.suspended[n:]
+	}
+}
+
+// take removes and returns the suspended encoder of upload, or nil.
+func (p *parquetWriters) take(upload string) *parquetFile {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.suspended {
+		if f.upload == upload {
+			p.suspended = append(p.suspended[:i], p.suspended[i+1:]...)
+			return f
+		}
+	}
+	return nil
+}
+
+// Counters of Parquet resumes that re-encoded the file's records, and of
+// those records.
+var (
+	metricParquetReplays        = beam.NewCounter("s3once", "parquet_replays")
+	metricParquetReplayedRecord = beam.NewCounter("s3once", "parquet_records_replayed")
+)
+
+// resumeParquet readies the encoder of the file rest's token names, just
+// recovered into w.stream. The encoder this instance suspended at that
+// checkpoint goes on when it stands exactly where the token does (records,
+// bytes and CRC64NVME); otherwise the file's records so far are encoded
+// again, their bytes dropped, and their size and CRC64NVME checked against
+// the token's: that rebuilds the metadata of the row groups already in the
+// file and the open row group. A mismatch wraps errParquetReplay.
+func (w *fileWriter) resumeParquet(rest restriction) error {
+	p := w.fn.pq
+	if p == nil {
+		return nil
+	}
+	rr, err := coder.DecodeResume(rest.Token)
+	if err != nil {
+		return w.fail("decode resume token", err)
+	}
+	size, crc := rr.Size(), rr.CRC()
+	if f := p.take(rr.UploadID); f != nil && f.records == rest.FileRecords && f.out.n == size && f.out.crc == crc {
+		f.out.w = w.stream
+		f.upload = ""
+		w.enc = f
+		return nil
+	}
+	first := rest.Start - rest.FileRecords
+	if first < 0 || rest.Start > int64(len(w.b.Lines)) {
+		return w.fail("recover", fmt.Errorf("the restriction %v does not match the batch of %d records", rest, len(w.b.Lines)))
+	}
+	f := p.start(nil)
+	var bytes int64
+	for _, line := range w.b.Lines[first:rest.Start] {
+		if err := f.write(line); err != nil {
+			return w.fail("re-encode", err)
+		}
+		bytes += int64(len(line))
+	}
+	if bytes != rest.FileBytes {
+		return w.fail("recover", fmt.Errorf("the restriction %v does not match the batch: its file's records hold %d bytes", rest, bytes))
+	}
+	metricParquetReplays.Inc(w.ctx, 1)
+	metricParquetReplayedRecord.Inc(w.ctx, rest.FileRecords)
+	if f.out.n != size || f.out.crc != crc {
+		return w.fail("recover", fmt.Errorf("%w: %d records give %d bytes with CRC64NVME %016x, the token %d bytes with %016x (was the Parquet library or a Parquet setting changed?)",
+			errParquetReplay, rest.FileRecords, f.out.n, f.out.crc, size, crc))
+	}
+	f.out.w = w.stream
+	w.enc = f
+	return nil
+}
