@@ -270,14 +270,45 @@
 //
 // Write checks the Config and the input's type while the pipeline is built,
 // and panics with the problem, as Beam's own transforms do; TryWrite returns
-// it as an error, and Config.Validate checks a Config alone. The Config
-// travels to the workers inside the pipeline graph, as JSON: static
-// credentials in it are visible to anyone who can read the job. Workers build
-// their S3 client in Setup from it (the AWS SDK's default credential chain
+// it as an error, and Config.Validate checks a Config alone. The checked
+// Config, with its defaults filled in, is the one source of every stage's
+// settings, and each stage carries to the workers, inside the pipeline graph
+// as JSON, only the settings it reads: Encode its Format, Shards and
+// MaxFileBytes; Batch its Shards and MaxBatchBytes; the writer and the commit
+// stage, which build S3 clients, the connection (endpoint, region, static
+// credentials, request settings) and where the files go, and the writer also
+// what decides a file's bytes. Static credentials are therefore visible to
+// anyone who can read the job's graph, in those two stages. Workers build
+// their S3 client in Setup from them (the AWS SDK's default credential chain
 // unless static keys are given). Formats and codecs are chosen by name, so a
 // custom one must be registered (RegisterFormat, RegisterCodec) in an init
 // function of the program, which runs on every worker; a Destination must be
 // a top-level function registered with the register package.
+//
+// # Encodings that outlive a build
+//
+// Three kinds of bytes written by one build of s3once may be read by a
+// later one, and each is checked by golden files under testdata/:
+//
+//   - The files themselves. For given settings (Format, Compression, Shards,
+//     Destination, MaxBatchBytes, MaxFileBytes, MaxFileRecords, CheckpointBytes
+//     for compressed files) and given records, a file's name and bytes never
+//     change between versions: a rerun after an upgrade must find its keys
+//     holding its own bytes, or it fails with committer.ErrKeyTaken.
+//     TestOutputGolden writes a grid of those settings and compares every key
+//     and byte with testdata/output/.
+//   - Batches, the writer's elements, which checkpoints carry. Version 3 is
+//     a frame of the coder package (coder.Framing, with a bound of 4 GiB
+//     instead of the 1 MiB of tokens), written in place, whose decoded records
+//     alias the input: a batch is never copied by its codec. Versions 1 and 2,
+//     written by earlier builds, had a frame of their own with no length
+//     field; they still decode, and their golden files stay as they were. A
+//     new build writes version 3 only.
+//   - Restrictions, which carry the open file's resume token. Their coder
+//     keeps the token as bytes, covered by the frame's checksum, and does not
+//     decode it: the writer decodes it once, when it resumes the file, and
+//     refuses a token that is not one with recoverable.ErrInvalidToken naming
+//     the file, before any S3 call.
 //
 // # Metrics
 //
