@@ -55,8 +55,21 @@ func (s Summary) Write(w io.Writer) error {
 		fmt.Fprintf(b, "\nelapsed %v · %s/s · %s records/s\n", s.Elapsed.Round(time.Millisecond), HumanBytes(int64(float64(bytes)/secs)), Thousands(int64(float64(records)/secs)))
 	}
 	c := s.Counters
-	fmt.Fprintf(b, "checkpoints %d · tails recovered %d · parts uploaded %d · files verified by the commit stage %d (%d of them already committed, at bundle finalization or by an earlier run)\n",
-		c["s3once/persists"], c["s3once/tails_recovered"], c["s3once/parts_uploaded"], c["s3once/files_committed"], c["s3once/commits_already_done"])
+	fmt.Fprintf(b, "checkpoints %d · resumed after a self-checkpoint %d · recovered after a failure %d · parts uploaded %d\n",
+		c["s3once/persists"], c["s3once/self_checkpoint_resumes"], c["s3once/recoveries"], c["s3once/parts_uploaded"])
+	fmt.Fprintf(b, "files verified by the commit stage %d", c["s3once/files_committed"])
+	// The run-wide barrier tells files kept from an earlier run apart; the
+	// rest of the commits that found their file in place were made at
+	// bundle finalization, by a retried bundle, or by an earlier run of a
+	// pipeline without the barrier.
+	kept := c["s3once/barrier_kept"]
+	if kept > 0 {
+		fmt.Fprintf(b, " · %d kept from an earlier run", kept)
+	}
+	if other := c["s3once/commits_already_done"] - kept; other > 0 {
+		fmt.Fprintf(b, " · %d found already committed (at bundle finalization, by a retried bundle or an earlier run)", other)
+	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

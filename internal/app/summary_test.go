@@ -110,3 +110,30 @@ func TestWithFlagNames(t *testing.T) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
 }
+
+// TestSummarySaysKeptAndResumed: a rerun that keeps the earlier run's files
+// says so, and self-checkpoint resumes do not read like recoveries.
+func TestSummarySaysKeptAndResumed(t *testing.T) {
+	s := Summary{Name: "batch", Bucket: "b", Prefix: "out", Outcome: Outcome{
+		Results: []sink.FileResult{{Bucket: "b", Key: "out/f", Bytes: 1, Records: 1}}, Elapsed: time.Second,
+		Counters: map[string]int64{
+			"s3once/persists": 24, "s3once/self_checkpoint_resumes": 24, "s3once/files_committed": 12,
+			"s3once/barrier_files": 12, "s3once/barrier_kept": 12, "s3once/commits_already_done": 12,
+		},
+	}}
+	var b strings.Builder
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"12 kept from an earlier run", "resumed after a self-checkpoint 24", "recovered after a failure 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	for _, banned := range []string{"tails recovered", "found already committed"} {
+		if strings.Contains(out, banned) {
+			t.Errorf("summary says %q:\n%s", banned, out)
+		}
+	}
+}
