@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -158,7 +159,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			}
 			ambiguous = true
 			last = ErrUnconfirmed
-		case isPreconditionFailed(err):
+		case s3call.IsPreconditionFailed(err):
 			f, lerr := c.lookup(ctx, cr)
 			if lerr != nil {
 				return res, fail(op, cr, lerr, "")
@@ -171,14 +172,16 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			}
 			// The object went away between the two calls; try again.
 			last = err
-		case recoverable.IsNoSuchUpload(err):
+		case s3call.IsNoSuchUpload(err):
 			return c.uploadGone(ctx, op, cr, res, ambiguous, conflicted, parts)
-		case isConflict(err):
+		case s3call.IsConflict(err):
 			// A 409 never costs the token its upload. Whatever its code
 			// (a conflicting write, OperationAborted, ...), look at the key;
 			// if nothing settled there, the next round lists the parts
 			// again and completes again, or finds the upload discarded.
-			if recoverable.ErrorCode(err) == "ConditionalRequestConflict" {
+			// S3 may discard the upload after this one 409 (the other,
+			// OperationAborted, says only "try again").
+			if s3call.APICode(err) == "ConditionalRequestConflict" {
 				conflicted = true
 				if mutAbortOn409() {
 					_, _ = c.abortUpload(ctx, cr)
@@ -194,8 +197,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			ambiguous = true
 			last = err
 		default:
-			switch recoverable.ErrorCode(err) {
-			case "BadDigest", "InvalidPart", "InvalidPartOrder", "InvalidDigest":
+			if s3call.CodeOf(err) == s3call.InvalidPart {
 				return res, fail(op, cr, fmt.Errorf("%w: complete multipart upload: %w", recoverable.ErrPartsChanged, err), hintMismatch)
 			}
 			return res, fail(op, cr, fmt.Errorf("complete multipart upload: %w", err), "")
@@ -276,7 +278,7 @@ func (c *Committer) isUploadOpen(ctx context.Context, cr recoverable.CommitRecov
 	switch {
 	case err == nil:
 		return true, nil
-	case recoverable.IsNoSuchUpload(err):
+	case s3call.IsNoSuchUpload(err):
 		return false, nil
 	default:
 		return false, err
@@ -392,32 +394,18 @@ func joinCleanup(err, cleanup error) error {
 	return fmt.Errorf("%w (and clean-up failed: %w)", err, cleanup)
 }
 
-// completeInput builds the completion of exactly parts.
+// completeInput builds the completion of exactly parts: conditional unless
+// Options.AllowUnconditional, with the parts' and the object's CRC64NVME
+// where the upload takes checksums.
 func (c *Committer) completeInput(cr recoverable.CommitRecoverable, parts []recoverable.Part, useCRC bool) *s3.CompleteMultipartUploadInput {
-	cp := make([]types.CompletedPart, len(parts))
+	cp := make([]s3call.CompletedPart, len(parts))
 	for i, p := range parts {
-		cp[i] = types.CompletedPart{PartNumber: aws.Int32(p.Number), ETag: aws.String(p.ETag)}
-		if useCRC {
-			cp[i].ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(p.CRC))
-		}
+		cp[i] = s3call.CompletedPart{Number: p.Number, ETag: p.ETag, CRC: p.CRC}
 	}
-	in := &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID),
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: cp},
-		MpuObjectSize:   aws.Int64(cr.Size()),
-	}
-	// An empty object's full-object CRC64NVME is zero and says nothing the
-	// size does not; MinIO refuses it (400 XAmzContentChecksumMismatch), so
-	// it is left out. The object is checked at the key afterwards all the
-	// same, by HEAD or by reading it back.
-	if useCRC && cr.Size() > 0 {
-		in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(cr.CRC()))
-		in.ChecksumType = types.ChecksumTypeFullObject
-	}
-	if !c.opts.AllowUnconditional {
-		in.IfNoneMatch = aws.String("*")
-	}
-	return in
+	return s3call.CompleteInput(s3call.Completion{
+		Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID, Parts: cp,
+		Size: cr.Size(), CRC: cr.CRC(), Checksums: useCRC, IfNoneMatch: !c.opts.AllowUnconditional,
+	})
 }
 
 // verifyParts lists and checks the upload's parts. useCRC says whether the
@@ -480,7 +468,7 @@ func (c *Committer) abortUpload(ctx context.Context, cr recoverable.CommitRecove
 		})
 	})
 	if err != nil {
-		if recoverable.IsNoSuchUpload(err) {
+		if s3call.IsNoSuchUpload(err) {
 			return false, nil
 		}
 		return false, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -83,7 +84,7 @@ func (c *Committer) ensurePreflight(ctx context.Context, bucket, staging string)
 // cleanupContext detaches clean-up from the caller's cancellation and bounds
 // it by CleanupTimeout.
 func (c *Committer) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.CleanupTimeout)
+	return s3call.Detached(ctx, c.opts.CleanupTimeout)
 }
 
 func randomName() string {

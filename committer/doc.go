@@ -125,9 +125,24 @@
 // the middle would be reported ErrKeyTaken (a false alarm, never a silent
 // acceptance).
 //
-// Every S3 call is retried, with exponential backoff and jitter bounded by
-// the context, when it fails in a way worth retrying (see IsRetryable). That
-// is safe because step 5 settles every ambiguity by looking at the key.
+// # Retries and time bounds
+//
+// Every S3 call is bounded by Options.CallTimeout (30 s) an attempt and
+// retried, up to Options.MaxAttempts (6) attempts with exponential backoff
+// and jitter bounded by the context, when it fails in a way worth retrying
+// (see IsRetryable): a worst case of 183 s a call with the defaults. The
+// SDK client's retryer runs inside each attempt. Retrying is safe because
+// step 5 settles every ambiguity by looking at the key. The protocol's own
+// loops repeat protocol states only: a completion round (each
+// CompleteMultipartUpload bounded by CompleteTimeout) after a 409, a 200
+// with nothing at the key or a lost reply, at most MaxAttempts rounds; the
+// settle wait; a read-back that found the object changed. Clean-up runs
+// detached from the caller's context, bounded by CleanupTimeout (30 s). The
+// internal s3call package holds this policy and the table of every call's
+// worst case.
+//
+// # Errors and clean-up
+//
 // Errors concerning one file are *recoverable.Error values that name the
 // bucket, key and upload and carry a hint for the operator.
 //
@@ -200,4 +215,14 @@
 // output prefix holds no old versions of s3once's. Under Object Lock with a
 // default retention no version can be removed before it ends (see the sink
 // package).
+//
+// # Where things are
+//
+// commit.go runs the commit protocol; lookup.go finds out what a key holds
+// (HEAD, read-back) and judges forged content; preflight.go probes a
+// bucket's conditional writes; cleanup.go deletes a commit's side objects;
+// objects.go lists and deletes objects in bulk for the clean-up and the
+// sweep; sweep.go removes what writers left; retry.go holds the committer's
+// call policy. Reading S3 errors, the retry policy, paginated listings and
+// the completion's request are the internal s3call package's.
 package committer

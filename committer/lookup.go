@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -72,7 +73,7 @@ func (c *Committer) head(ctx context.Context, bucket, key string) (found, error)
 		})
 	})
 	if err != nil {
-		if recoverable.IsNotFound(err) {
+		if s3call.IsNotFound(err) {
 			return found{}, nil
 		}
 		return found{}, err
@@ -80,7 +81,7 @@ func (c *Committer) head(ctx context.Context, bucket, key string) (found, error)
 	f := found{exists: true, size: aws.ToInt64(out.ContentLength), etag: aws.ToString(out.ETag)}
 	// CRC64NVME is always a full-object checksum; only a server that says
 	// otherwise is not believed.
-	if crc, ok := recoverable.DecodeCRC(aws.ToString(out.ChecksumCRC64NVME)); ok && out.ChecksumType != types.ChecksumTypeComposite {
+	if crc, ok := s3call.DecodeCRC(aws.ToString(out.ChecksumCRC64NVME)); ok && out.ChecksumType != types.ChecksumTypeComposite {
 		f.crc, f.haveCRC = crc, true
 	}
 	return f, nil
@@ -106,7 +107,7 @@ func (c *Committer) readBack(ctx context.Context, cr recoverable.CommitRecoverab
 		}
 		out, err := c.client.GetObject(ctx, in)
 		if err != nil {
-			if isPreconditionFailed(err) || recoverable.IsNotFound(err) {
+			if s3call.IsPreconditionFailed(err) || s3call.IsNotFound(err) {
 				return f, fmt.Errorf("%w: %w", errChanged, err)
 			}
 			if !IsRetryable(err) || ctx.Err() != nil {

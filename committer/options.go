@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -14,9 +15,9 @@ const (
 	DefaultMaxAttempts      = 6
 	DefaultBaseBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff       = 5 * time.Second
-	DefaultCallTimeout      = 2 * time.Minute
+	DefaultCallTimeout      = s3call.BaseCallTimeout
 	DefaultCompleteTimeout  = 15 * time.Minute
-	DefaultCleanupTimeout   = 30 * time.Second
+	DefaultCleanupTimeout   = s3call.DefaultCleanupTimeout
 	DefaultSweepConcurrency = 8
 )
 
@@ -37,7 +38,9 @@ type Options struct {
 	MaxBackoff  time.Duration
 	// CallTimeout bounds each S3 call (not the read-back of a whole object,
 	// which is bounded by the context alone). A call that times out counts as
-	// a retryable failure. Default 2 minutes; negative means no per-call bound.
+	// a retryable failure. Default 30 seconds (s3call.BaseCallTimeout, the
+	// writer's bound for a call without a large body); negative means no
+	// per-call bound.
 	CallTimeout time.Duration
 	// CompleteTimeout bounds each CompleteMultipartUpload, which S3 may take
 	// minutes to answer for a large upload (keeping the connection alive in
@@ -142,9 +145,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SweepConcurrency < 1 || o.SweepConcurrency > 256 {
 		problems = append(problems, fmt.Sprintf("SweepConcurrency %d must be in [1, 256]", o.SweepConcurrency))
 	}
-	if o.StagingPrefix == "" {
-		o.StagingPrefix = recoverable.DefaultStagingPrefix
-	}
+	o.StagingPrefix = s3call.StagingPrefix(o.StagingPrefix)
 	if strings.HasPrefix(o.StagingPrefix, "/") {
 		problems = append(problems, fmt.Sprintf("StagingPrefix %q must not start with '/'", o.StagingPrefix))
 	}

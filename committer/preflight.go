@@ -5,12 +5,12 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -57,7 +57,7 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 	// Flat, not in a folder of its own: file-backed servers remove an emptied
 	// folder, which races with a concurrent probe writing into it.
 	if stagingPrefix == "" {
-		stagingPrefix = c.opts.StagingPrefix
+		stagingPrefix = c.opts.StagingPrefix // never empty: the default applied
 	}
 	key := ownkeys.ConditionalProbeKey(stagingPrefix, randomName())
 	res := PreflightResult{ProbeKey: key}
@@ -80,7 +80,7 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 		defer cancel()
 		if _, derr := call(cctx, c, "delete probe object", func(ctx context.Context) (*s3.DeleteObjectOutput, error) {
 			return c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		}); derr != nil && !recoverable.IsNotFound(derr) {
+		}); derr != nil && !s3call.IsNotFound(derr) {
 			result.Warning = fmt.Errorf("s3once preflight s3://%s/%s: %w; the sweep will remove the probe", bucket, key, derr)
 		}
 	}()
@@ -98,8 +98,8 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 
 	// The first write must succeed; a 412 means an earlier try of it landed.
 	out, err := put(ctx)
-	if err != nil && !isPreconditionFailed(err) {
-		if rejectsCondition(err) {
+	if err != nil && !s3call.IsPreconditionFailed(err) {
+		if s3call.IsNotImplemented(err) {
 			return unsupported("the server rejects If-None-Match", err)
 		}
 		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
@@ -113,10 +113,10 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 	switch {
 	case err == nil:
 		return unsupported("a second write with If-None-Match: * replaced the probe object", nil)
-	case isPreconditionFailed(err) || isConflict(err):
+	case s3call.IsPreconditionFailed(err) || s3call.IsConflict(err):
 		res.ConditionalWrites = true
 		return res, nil
-	case rejectsCondition(err):
+	case s3call.IsNotImplemented(err):
 		return unsupported("the server rejects If-None-Match", err)
 	default:
 		return res, fmt.Errorf("s3once preflight s3://%s/%s: %w", bucket, key, err)
@@ -125,20 +125,6 @@ func (c *Committer) Preflight(ctx context.Context, bucket, stagingPrefix string)
 
 // probeBody is what the probe object holds.
 const probeBody = "s3once conditional-write probe; safe to delete\n"
-
-func isPreconditionFailed(err error) bool {
-	return recoverable.ErrorCode(err) == "PreconditionFailed" || recoverable.StatusCode(err) == http.StatusPreconditionFailed
-}
-
-func isConflict(err error) bool {
-	return recoverable.ErrorCode(err) == "ConditionalRequestConflict" || recoverable.StatusCode(err) == http.StatusConflict
-}
-
-// rejectsCondition reports whether err says the server does not implement the
-// conditional header.
-func rejectsCondition(err error) bool {
-	return recoverable.ErrorCode(err) == "NotImplemented" || recoverable.StatusCode(err) == http.StatusNotImplemented
-}
 
 // learnETags remembers what Preflight found out about the bucket's ETags.
 func (c *Committer) learnETags(bucket string, md5s bool) { c.md5ETags.Store(bucket, md5s) }

@@ -13,7 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
+	"golang.org/x/sync/errgroup"
 )
 
 // MinSweepAge is the floor of a sweep's cutoff age: a younger cutoff (a typo
@@ -127,9 +129,7 @@ type SweepReport struct {
 // returned together as an error once it is done. The report is filled in as
 // far as the sweep got, also when an error is returned.
 func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, error) {
-	if so.StagingPrefix == "" {
-		so.StagingPrefix = recoverable.DefaultStagingPrefix
-	}
+	so.StagingPrefix = s3call.StagingPrefix(so.StagingPrefix)
 	rep := SweepReport{Bucket: so.Bucket, Prefix: so.Prefix, StagingPrefix: so.StagingPrefix, DryRun: so.DryRun}
 	if err := so.validate(); err != nil {
 		return rep, err
@@ -253,19 +253,11 @@ func (f *failureList) err() error {
 // most one page of other keys' uploads; a server that ignored the marker
 // would cost the pages sorted before the folder too, never a wrong answer.
 func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder string, own func(key string) (own, skip bool), rep *SweepReport, failures *failureList, progress func()) error {
-	var keyMarker, idMarker *string
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(so.Bucket)}
 	if folder != "" {
-		keyMarker = aws.String(folder)
+		in.KeyMarker = aws.String(folder)
 	}
-	for {
-		out, err := call(ctx, c, "list multipart uploads", func(ctx context.Context) (*s3.ListMultipartUploadsOutput, error) {
-			return c.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
-				Bucket: aws.String(so.Bucket), KeyMarker: keyMarker, UploadIdMarker: idMarker,
-			})
-		})
-		if err != nil {
-			return err
-		}
+	err := s3call.ListUploads(ctx, c.client, c.policy(), in, func(out *s3.ListMultipartUploadsOutput) (bool, error) {
 		var stale []types.MultipartUpload
 		past := false // the page ends past the folder
 		for _, u := range out.Uploads {
@@ -292,13 +284,10 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 			stale = append(stale, u)
 		}
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, c.opts.SweepConcurrency)
+		var g errgroup.Group
+		g.SetLimit(c.opts.SweepConcurrency)
 		for _, u := range stale {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
+			g.Go(func() error {
 				bytes, removed, err := c.sweepUpload(ctx, so, u)
 				mu.Lock()
 				defer mu.Unlock()
@@ -310,18 +299,17 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 					rep.Uploads.Failed++
 					failures.add(err)
 				}
-			}()
+				return nil // counted; the sweep goes on
+			})
 		}
-		wg.Wait()
+		_ = g.Wait()
 		progress()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if past || !aws.ToBool(out.IsTruncated) || (aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == "") {
-			return nil
-		}
-		keyMarker, idMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		return !past, ctx.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("list multipart uploads: %w", err)
 	}
+	return nil
 }
 
 // sweepUpload measures one stale upload and, unless this is a dry run,
@@ -331,26 +319,18 @@ func (c *Committer) sweepUpload(ctx context.Context, so SweepOptions, u types.Mu
 	failed := func(what string, err error) error {
 		return &recoverable.Error{Op: "sweep", Bucket: so.Bucket, Key: key, UploadID: id, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	var marker *string
-	for {
-		out, err := call(ctx, c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
-			return c.client.ListParts(ctx, &s3.ListPartsInput{
-				Bucket: aws.String(so.Bucket), Key: aws.String(key), UploadId: aws.String(id), PartNumberMarker: marker,
-			})
-		})
-		if err != nil {
-			if recoverable.IsNoSuchUpload(err) {
-				return bytes, false, nil
-			}
-			return bytes, false, failed("list parts", err)
-		}
+	in := &s3.ListPartsInput{Bucket: aws.String(so.Bucket), Key: aws.String(key), UploadId: aws.String(id)}
+	err = s3call.ListParts(ctx, c.client, c.policy(), in, func(out *s3.ListPartsOutput) (bool, error) {
 		for _, p := range out.Parts {
 			bytes += aws.ToInt64(p.Size)
 		}
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextPartNumberMarker) == "" {
-			break
+		return true, nil
+	})
+	if err != nil {
+		if s3call.IsNoSuchUpload(err) {
+			return bytes, false, nil
 		}
-		marker = out.NextPartNumberMarker
+		return bytes, false, failed("list parts", err)
 	}
 	if so.DryRun {
 		return bytes, false, nil
@@ -361,7 +341,7 @@ func (c *Committer) sweepUpload(ctx context.Context, so SweepOptions, u types.Mu
 		})
 	})
 	if err != nil {
-		if recoverable.IsNoSuchUpload(err) {
+		if s3call.IsNoSuchUpload(err) {
 			return bytes, false, nil
 		}
 		return bytes, false, failed("abort", err)
@@ -448,7 +428,7 @@ func (c *Committer) lifecycleWarnings(ctx context.Context, so SweepOptions, age 
 	})
 	if err != nil {
 		switch {
-		case recoverable.ErrorCode(err) == "NoSuchLifecycleConfiguration", rejectsCondition(err):
+		case s3call.CodeOf(err) == s3call.NotFound, s3call.IsNotImplemented(err):
 			return nil // no rules, or a server without lifecycle rules
 		}
 		return []string{fmt.Sprintf("could not read the bucket's lifecycle rules (%v); check by hand that none aborts incomplete uploads or expires objects under the sink's prefixes sooner than %v", err, age)}

@@ -1,6 +1,10 @@
 package recoverable
 
-import "github.com/minio/crc64nvme"
+import (
+	"github.com/minio/crc64nvme"
+
+	"github.com/s3once/s3once/internal/s3call"
+)
 
 // crc64NVMEPoly is the CRC-64/NVME polynomial in reversed (LSB-first) form, the
 // checksum S3 computes over whole objects (ChecksumCRC64NVME).
@@ -69,3 +73,10 @@ func xPow8n(n int64) uint64 {
 	}
 	return p
 }
+
+// EncodeCRC renders a CRC64NVME the way S3 headers carry it (base64 of its
+// eight big-endian bytes).
+func EncodeCRC(c uint64) string { return s3call.EncodeCRC(c) }
+
+// DecodeCRC parses a CRC64NVME header value; ok is false when s is not one.
+func DecodeCRC(s string) (crc uint64, ok bool) { return s3call.DecodeCRC(s) }

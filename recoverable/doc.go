@@ -119,15 +119,31 @@
 //
 // # Retries
 //
-// The S3 client's retryer retries each call (its default does, with backoff)
-// for errors it recognises. The stream adds one retry of its own, for the
-// case a retryer cannot see: an attempt that gets no answer at all (a stalled
-// connection) is abandoned after Options.CallTimeout and made again, three
-// attempts in all, then fails with ErrCallTimeout. An abandoned attempt may
+// A call the stream makes is retried in two layers, and only there. The S3
+// client's retryer retries, inside each attempt, what it recognises
+// (connection failures, 5xx, throttling; the AWS default is 3 tries). The
+// stream adds the one case a retryer cannot see: an attempt that gets no
+// answer at all (a stalled connection) is abandoned after
+// Options.CallTimeout and made again, three attempts in all, then the call
+// fails with ErrCallTimeout. The worst case of one call is therefore three
+// times CallTimeout (114 s for 8 MiB parts); the internal s3call package's
+// docs hold the table for every call s3once makes. An abandoned attempt may
 // still reach the server later; every call made again this way writes the
 // same bytes to the same part number or key, which the part identity above
 // and the fresh side-object key per Persist make harmless. When a call still
 // fails, the stream reports it: a failed part upload breaks the stream
 // (recover from the last token); a failed side-object upload fails that
-// Persist only, and the stream can persist again.
+// Persist only, and the stream can persist again. Recover lists the parts
+// page by page, each page under the same bound.
+//
+// # Where things are
+//
+// writer.go opens and recovers streams and cleans up side objects;
+// stream.go writes, persists and closes one; token.go holds the tokens and
+// PartList; validate.go checks a token before it is trusted; verify.go
+// checks an upload's parts against a token (VerifyParts); crc.go computes
+// and combines CRC64NVME checksums and renders them for headers; nonce.go
+// names a stream's incarnation. How S3 errors are read, how calls are
+// bounded and retried, and how listings are paged live in the internal
+// s3call package, which the committer shares.
 package recoverable

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/s3once/s3once/internal/s3call"
 )
 
 // S3's limits on multipart uploads.
@@ -19,7 +21,7 @@ const (
 	DefaultPartSize      = 8 << 20
 	DefaultConcurrency   = 4
 	DefaultInlineTailMax = 4 << 10
-	DefaultStagingPrefix = ".s3once/staging/"
+	DefaultStagingPrefix = s3call.DefaultStagingPrefix
 )
 
 // Options configure a Writer. The zero value of each field means its default.
@@ -85,14 +87,12 @@ func (o Options) withDefaults() (Options, error) {
 		problems = append(problems, fmt.Sprintf("InlineTailMax %d exceeds %d (tokens live in checkpoints; keep them small)", o.InlineTailMax, maxInline))
 	}
 	if o.CallTimeout == 0 {
-		o.CallTimeout = callTimeout(o.PartSize)
+		o.CallTimeout = s3call.CallTimeout(o.PartSize)
 	}
 	if o.CallTimeout < 0 {
 		problems = append(problems, fmt.Sprintf("CallTimeout %v must be positive", o.CallTimeout))
 	}
-	if o.StagingPrefix == "" {
-		o.StagingPrefix = DefaultStagingPrefix
-	}
+	o.StagingPrefix = s3call.StagingPrefix(o.StagingPrefix)
 	if strings.HasPrefix(o.StagingPrefix, "/") {
 		problems = append(problems, fmt.Sprintf("StagingPrefix %q must not start with '/'", o.StagingPrefix))
 	}

@@ -2,16 +2,14 @@ package recoverable
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3once/s3once/internal/s3call"
 )
 
-// S3 is the part of the S3 API a Writer uses. *s3.Client satisfies it; tests wrap
-// it to inject faults.
+// S3 is the part of the S3 API a Writer uses. *s3.Client satisfies it; tests
+// wrap it to inject faults.
 type S3 interface {
 	CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
 	UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error)
@@ -24,33 +22,29 @@ type S3 interface {
 
 var _ S3 = (*s3.Client)(nil)
 
+// The functions below read S3 errors for callers of this package; the one
+// mapping behind them is the internal s3call package's.
+
 // ErrorCode returns the S3 error code of err ("NoSuchUpload", "SlowDown", ...),
 // or "" when err carries none.
-func ErrorCode(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
+func ErrorCode(err error) string { return s3call.APICode(err) }
 
 // StatusCode returns the HTTP status of the response err came from, or 0.
-func StatusCode(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.Response != nil {
-		return re.Response.StatusCode
-	}
-	return 0
-}
+func StatusCode(err error) int { return s3call.HTTPStatus(err) }
 
 // IsNotFound reports whether err says the object, upload or bucket is absent.
-func IsNotFound(err error) bool {
-	switch ErrorCode(err) {
-	case "NoSuchKey", "NotFound", "NoSuchUpload", "NoSuchBucket":
-		return true
-	}
-	return StatusCode(err) == http.StatusNotFound
-}
+func IsNotFound(err error) bool { return s3call.IsNotFound(err) }
 
 // IsNoSuchUpload reports whether err says the multipart upload is gone.
-func IsNoSuchUpload(err error) bool { return ErrorCode(err) == "NoSuchUpload" }
+func IsNoSuchUpload(err error) bool { return s3call.IsNoSuchUpload(err) }
+
+// ErrCallTimeout: an S3 call got no answer within Options.CallTimeout, on every
+// attempt.
+var ErrCallTimeout = s3call.ErrCallTimeout
+
+// policy is how the stream bounds and retries its calls: each attempt within
+// CallTimeout, and an attempt that got no answer made again, three times in
+// all. Other failures the SDK client's retryer has already retried.
+func (o Options) policy() s3call.Policy {
+	return s3call.Policy{CallTimeout: o.CallTimeout, Attempts: s3call.TimeoutAttempts, Retry: s3call.RetryTimeouts}
+}

@@ -1,9 +1,11 @@
 package recoverable
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/s3once/s3once/internal/s3call"
 )
 
 // Stream writes one file as a multipart upload. Full parts are uploaded in the
@@ -199,17 +203,17 @@ func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, e
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 		in.ChecksumCRC64NVME = aws.String(EncodeCRC(crc))
 	}
-	out, err := attempt(ctx, s.opts.CallTimeout, fmt.Sprintf("upload part %d", num), func(ctx context.Context) (*s3.UploadPartOutput, error) {
+	out, err := s3call.Do(ctx, s.opts.policy(), fmt.Sprintf("upload part %d", num), func(ctx context.Context) (*s3.UploadPartOutput, error) {
 		in.Body = bodyOf(buf)
 		return s.client.UploadPart(ctx, in, s.bodyOptions()...)
 	})
 	if err != nil {
-		if IsNoSuchUpload(err) {
-			return Part{}, s.fail("upload part", fmt.Errorf("part %d: %w: %w", num, ErrNoSuchUpload, err), hintUploadGone)
+		if s3call.IsNoSuchUpload(err) {
+			return Part{}, s.fail("upload part", fmt.Errorf("%w: %w", ErrNoSuchUpload, err), hintUploadGone)
 		}
-		return Part{}, s.fail("upload part", fmt.Errorf("part %d: %w", num, err), "")
+		return Part{}, s.fail("upload part", err, "")
 	}
-	if c, ok := decodeCRC(aws.ToString(out.ChecksumCRC64NVME)); ok && c != crc {
+	if c, ok := s3call.DecodeCRC(aws.ToString(out.ChecksumCRC64NVME)); ok && c != crc {
 		return Part{}, s.fail("upload part", fmt.Errorf("part %d: server stored CRC64NVME %016x, sent %016x", num, c, crc), "")
 	}
 	return Part{Number: num, Size: int64(len(buf)), ETag: aws.ToString(out.ETag), CRC: crc}, nil
@@ -312,12 +316,12 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
 		}
 		g.Go(func() error {
-			_, err := attempt(ctx, s.opts.CallTimeout, "put side object", func(ctx context.Context) (*s3.PutObjectOutput, error) {
+			_, err := s3call.Do(ctx, s.opts.policy(), "put side object "+tail.Object, func(ctx context.Context) (*s3.PutObjectOutput, error) {
 				in.Body = bodyOf(s.buf)
 				return s.client.PutObject(ctx, in, s.bodyOptions()...)
 			})
 			if err != nil {
-				return s.fail("persist", fmt.Errorf("put side object %s: %w", tail.Object, err), "")
+				return s.fail("persist", err, "")
 			}
 			return nil
 		})
@@ -392,16 +396,19 @@ func (s *Stream) Dispose(ctx context.Context) error {
 		return nil
 	}
 	s.persisted = true // abort once
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	actx, cancel := s3call.Detached(ctx, s3call.DefaultCleanupTimeout)
 	defer cancel()
 	_, err := s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.key), UploadId: aws.String(s.upload),
 	})
-	if err != nil && !IsNoSuchUpload(err) {
+	if err != nil && !s3call.IsNoSuchUpload(err) {
 		return s.fail("dispose", fmt.Errorf("abort unpersisted upload (the sweep will remove it): %w", err), "")
 	}
 	return nil
 }
+
+// bodyOf is a request body over p that the SDK can rewind.
+func bodyOf(p []byte) io.ReadSeeker { return bytes.NewReader(p) }
 
 func (s *Stream) release() {
 	s.buf = nil

@@ -151,13 +151,3 @@ func SideObjectPrefix(stagingPrefix, uploadID string) string {
 func SideObjectKey(stagingPrefix, uploadID string, seq uint64, nonce string) string {
 	return ownkeys.SideObjectKey(stagingPrefix, uploadID, seq, nonce)
 }
-
-// checkTailObject refuses a side-object key that is not a side object of the
-// token's own upload: a corrupted or hostile token must never make Recover read,
-// or Cleanup delete, any other key.
-func checkTailObject(stagingPrefix, uploadID, object string) error {
-	if object == "" || ownkeys.IsSideObjectOf(stagingPrefix, uploadID, object) {
-		return nil
-	}
-	return fmt.Errorf("%w: tail object %q is not a side object under %q", ErrInvalidToken, object, SideObjectPrefix(stagingPrefix, uploadID))
-}

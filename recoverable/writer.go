@@ -1,26 +1,18 @@
 package recoverable
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 )
-
-// abortTimeout bounds the cleanup calls that run after the caller's context is gone.
-const abortTimeout = 30 * time.Second
 
 // Writer opens recoverable streams and recovers them from tokens. It is safe for
 // concurrent use; each Stream is not.
@@ -73,11 +65,11 @@ func (w *Writer) Open(ctx context.Context, bucket, key string, oo ObjectOptions)
 	}
 	// A retried create may leave an unused upload behind; no token names it,
 	// so the sweep removes it.
-	out, err := attempt(ctx, w.opts.CallTimeout, "create multipart upload", func(ctx context.Context) (*s3.CreateMultipartUploadOutput, error) {
+	out, err := s3call.Do(ctx, w.opts.policy(), "create multipart upload", func(ctx context.Context) (*s3.CreateMultipartUploadOutput, error) {
 		return w.client.CreateMultipartUpload(ctx, in)
 	})
 	if err != nil {
-		return nil, &Error{Op: "open", Bucket: bucket, Key: key, Err: fmt.Errorf("create multipart upload: %w", err)}
+		return nil, &Error{Op: "open", Bucket: bucket, Key: key, Err: err}
 	}
 	if aws.ToString(out.UploadId) == "" {
 		return nil, &Error{Op: "open", Bucket: bucket, Key: key, Err: errors.New("server returned an empty upload ID")}
@@ -102,9 +94,7 @@ func (w *Writer) Recover(ctx context.Context, rr ResumeRecoverable) (*Stream, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := attempt(ctx, w.opts.CallTimeout, "list parts", func(ctx context.Context) ([]Part, error) {
-		return VerifyParts(ctx, w.client, rr.Bucket, rr.Key, rr.UploadID, rr.Parts)
-	}); err != nil {
+	if _, err := verifyParts(ctx, w.client, w.opts.policy(), rr.Bucket, rr.Key, rr.UploadID, rr.Parts); err != nil {
 		return nil, err
 	}
 	s := w.newStream(ctx, rr.Bucket, rr.Key, rr.UploadID, rr.PartSize, rr.StagingPrefix)
@@ -154,7 +144,7 @@ func (w *Writer) Cleanup(ctx context.Context, rr ResumeRecoverable) error {
 		return rr.fail("cleanup", fmt.Errorf("%w: %q, this writer's is %q", ErrForeignStaging, rr.StagingPrefix, w.opts.StagingPrefix), hintForeignStaging)
 	}
 	_, err := w.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(rr.Bucket), Key: aws.String(rr.Tail.Object)})
-	if err != nil && !IsNotFound(err) {
+	if err != nil && !s3call.IsNotFound(err) {
 		return rr.fail("cleanup", fmt.Errorf("delete side object %s: %w", rr.Tail.Object, err), "")
 	}
 	return nil
@@ -175,7 +165,7 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 			return nil, rr.fail("recover", err, "")
 		}
 		var err error
-		data, err = attempt(ctx, w.opts.CallTimeout, "get side object", func(ctx context.Context) ([]byte, error) {
+		data, err = s3call.Do(ctx, w.opts.policy(), "get side object "+t.Object, func(ctx context.Context) ([]byte, error) {
 			out, err := w.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(rr.Bucket), Key: aws.String(t.Object)})
 			if err != nil {
 				return nil, err
@@ -186,10 +176,10 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 			return io.ReadAll(io.LimitReader(out.Body, t.Len+1))
 		})
 		if err != nil {
-			if IsNotFound(err) {
-				return nil, rr.fail("recover", fmt.Errorf("%w: %s: %w", ErrSideObjectMissing, t.Object, err), hintTail)
+			if s3call.IsNotFound(err) {
+				return nil, rr.fail("recover", fmt.Errorf("%w: %w", ErrSideObjectMissing, err), hintTail)
 			}
-			return nil, rr.fail("recover", fmt.Errorf("get side object %s: %w", t.Object, err), "")
+			return nil, rr.fail("recover", err, "")
 		}
 	}
 	if int64(len(data)) != t.Len {
@@ -200,168 +190,3 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 	}
 	return data, nil
 }
-
-// Validate checks the token's internal consistency (not the upload): among
-// others, that a side-object tail lies in SideObjectPrefix(StagingPrefix,
-// UploadID) and is named as the stream names side objects. Recover and Cleanup
-// call it, and so do the coder's decoders, so a corrupted or hostile token
-// never makes s3once read or delete another key.
-func (rr ResumeRecoverable) Validate() error {
-	switch {
-	case rr.Bucket == "" || rr.Key == "" || rr.UploadID == "":
-		return fmt.Errorf("%w: bucket, key and upload ID are required", ErrInvalidToken)
-	case rr.PartSize < MinPartSize || rr.PartSize > MaxPartSize:
-		return fmt.Errorf("%w: part size %d outside S3's limits", ErrInvalidToken, rr.PartSize)
-	case rr.Parts.Count < 0 || rr.Parts.Count > MaxS3Parts:
-		return fmt.Errorf("%w: part count %d", ErrInvalidToken, rr.Parts.Count)
-	case rr.Parts.Bytes != int64(rr.Parts.Count)*rr.PartSize:
-		return fmt.Errorf("%w: %d parts of %d bytes cannot hold %d bytes", ErrInvalidToken, rr.Parts.Count, rr.PartSize, rr.Parts.Bytes)
-	case rr.Tail.Len < 0 || rr.Tail.Len > rr.PartSize:
-		return fmt.Errorf("%w: tail length %d", ErrInvalidToken, rr.Tail.Len)
-	case rr.Tail.Object != "" && rr.Tail.Inline != nil:
-		return fmt.Errorf("%w: tail is both inline and a side object", ErrInvalidToken)
-	case rr.Tail.Object == "" && int64(len(rr.Tail.Inline)) != rr.Tail.Len:
-		return fmt.Errorf("%w: inline tail holds %d bytes, token says %d", ErrInvalidToken, len(rr.Tail.Inline), rr.Tail.Len)
-	case rr.Tail.Len == 0 && rr.Tail.CRC != 0:
-		return fmt.Errorf("%w: empty tail with a checksum", ErrInvalidToken)
-	}
-	return checkTailObject(rr.StagingPrefix, rr.UploadID, rr.Tail.Object)
-}
-
-func (rr ResumeRecoverable) fail(op string, err error, hint string) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return &Error{Op: op, Bucket: rr.Bucket, Key: rr.Key, UploadID: rr.UploadID, Hint: hint, Err: err}
-}
-
-// PartLister lists the parts of a multipart upload.
-type PartLister interface {
-	ListParts(ctx context.Context, in *s3.ListPartsInput, opts ...func(*s3.Options)) (*s3.ListPartsOutput, error)
-}
-
-// VerifyParts lists parts 1..want.Count of the upload and checks them against
-// want: parts numbered 1..Count without a gap, holding want.Bytes in all, and
-// the same bytes. Where the server lists every part's CRC64NVME, the bytes are
-// checked by the checksums alone: the listed parts' checksums, chained in part
-// order, must give want.CRC. ETags are then not compared, since they name one
-// upload of a part rather than its bytes wherever the bucket encrypts with
-// SSE-KMS: a part uploaded again with the same bytes (a zombie replaying the
-// same records, a stalled upload landing late) has another ETag and the same
-// content. Only where the server lists no part checksums does the chain of
-// ETags in want.Digest stand for the bytes.
-//
-// It returns the parts, in order, with the ETags just listed, ready for
-// CompleteMultipartUpload. Parts numbered above want.Count are ignored: they
-// belong to writes after the token was taken, or to a zombie writer.
-//
-// Errors wrap ErrNoSuchUpload or ErrPartsChanged in an *Error.
-func VerifyParts(ctx context.Context, api PartLister, bucket, key, uploadID string, want PartList) ([]Part, error) {
-	fail := func(err error, hint string) error {
-		return &Error{Op: "verify parts", Bucket: bucket, Key: key, UploadID: uploadID, Hint: hint, Err: err}
-	}
-	parts := make([]Part, 0, min(want.Count, 1000))
-	var marker *string
-	allCRC := true
-	for {
-		out, err := api.ListParts(ctx, &s3.ListPartsInput{
-			Bucket: aws.String(bucket), Key: aws.String(key), UploadId: aws.String(uploadID),
-			PartNumberMarker: marker,
-		})
-		if err != nil {
-			if IsNoSuchUpload(err) {
-				return nil, fail(fmt.Errorf("%w: %w", ErrNoSuchUpload, err), hintUploadGone)
-			}
-			return nil, fail(fmt.Errorf("list parts: %w", err), "")
-		}
-		done := false
-		for _, p := range out.Parts {
-			n := aws.ToInt32(p.PartNumber)
-			if int(n) > want.Count {
-				done = true
-				break
-			}
-			if int(n) != len(parts)+1 {
-				return nil, fail(fmt.Errorf("%w: part %d missing (server listed part %d next)", ErrPartsChanged, len(parts)+1, n), hintParts)
-			}
-			part := Part{Number: n, Size: aws.ToInt64(p.Size), ETag: aws.ToString(p.ETag)}
-			if c, ok := decodeCRC(aws.ToString(p.ChecksumCRC64NVME)); ok {
-				part.CRC = c
-			} else {
-				allCRC = false
-			}
-			parts = append(parts, part)
-		}
-		if done || !aws.ToBool(out.IsTruncated) || len(out.Parts) == 0 {
-			break
-		}
-		marker = out.NextPartNumberMarker
-		if aws.ToString(marker) == "" {
-			break
-		}
-	}
-	if len(parts) != want.Count {
-		return nil, fail(fmt.Errorf("%w: upload has %d of the token's %d parts", ErrPartsChanged, len(parts), want.Count), hintParts)
-	}
-	if err := sameParts(parts, want, allCRC); err != nil {
-		return nil, fail(err, hintParts)
-	}
-	if !allCRC {
-		// Without listed checksums the token's own are the only ones there are.
-		for i := range parts {
-			parts[i].CRC = 0
-		}
-	}
-	return parts, nil
-}
-
-// sameParts tells whether the listed parts 1..want.Count hold the bytes want
-// describes: by their sizes and, with listed checksums, their CRC64NVME
-// chained in order (which changes whenever any one part's does), else by the
-// chain of their ETags.
-func sameParts(parts []Part, want PartList, listedCRC bool) error {
-	got := Chain(parts)
-	if got.Bytes != want.Bytes {
-		return fmt.Errorf("%w: parts hold %d bytes, token says %d", ErrPartsChanged, got.Bytes, want.Bytes)
-	}
-	if listedCRC {
-		if got.CRC != want.CRC {
-			return fmt.Errorf("%w: parts' CRC64NVME %016x, token says %016x", ErrPartsChanged, got.CRC, want.CRC)
-		}
-		return nil
-	}
-	if got.Digest != want.Digest {
-		return fmt.Errorf("%w: part sizes or ETags differ from the token, and the server lists no part checksums to compare the bytes by", ErrPartsChanged)
-	}
-	return nil
-}
-
-// EncodeCRC renders a CRC64NVME the way S3 headers carry it.
-func EncodeCRC(c uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], c)
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-func decodeCRC(s string) (uint64, bool) {
-	if s == "" {
-		return 0, false
-	}
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(b), true
-}
-
-// DecodeCRC parses a CRC64NVME header value; ok is false when s is not one.
-func DecodeCRC(s string) (crc uint64, ok bool) { return decodeCRC(s) }
-
-func newNonce() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func bodyOf(p []byte) io.ReadSeeker { return bytes.NewReader(p) }

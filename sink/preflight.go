@@ -7,30 +7,26 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
 // ErrPreflight is wrapped by every error Preflight returns.
 var ErrPreflight = errors.New("s3once preflight failed")
 
-// preflightCallTimeout bounds each call of the preflight; preflightCleanup
-// bounds the removal of its probes, which runs even when ctx is done.
-const (
-	preflightCallTimeout = 30 * time.Second
-	preflightCleanup     = 30 * time.Second
-)
+// preflightCallTimeout bounds each call of the preflight (the SDK's retries
+// run inside it). The removal of its probes, which runs even when ctx is
+// done, is bounded by s3call.DefaultCleanupTimeout.
+const preflightCallTimeout = s3call.BaseCallTimeout
 
 // PreflightProblem is one thing Preflight found wrong.
 type PreflightProblem struct {
@@ -165,9 +161,7 @@ func connectionSettings(c Config) (s settings, why string) {
 		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
 		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, InlineTailMax: c.InlineTailMax,
 	}
-	if s.StagingPrefix == "" {
-		s.StagingPrefix = recoverable.DefaultStagingPrefix
-	}
+	s.StagingPrefix = s3call.StagingPrefix(s.StagingPrefix)
 	switch {
 	case checkBucket(s.Bucket) != nil:
 		return s, "the bucket name is not usable"
@@ -287,7 +281,7 @@ func (p *prober) run(ctx context.Context) {
 		in := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
 		if !p.s.DisableChecksums {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(recoverable.CRC64(body)))
+			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(recoverable.CRC64(body)))
 		}
 		_, err := p.api.PutObject(ctx, in)
 		if err == nil {
@@ -380,7 +374,7 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 		if err == nil {
 			p.forgetUpload(first)
 			p.objects = append(p.objects, key)
-		} else if rejectsHeader(err) {
+		} else if s3call.IsNotImplemented(err) {
 			return fmt.Errorf("%w: %w", committer.ErrConditionalWritesUnsupported, err)
 		}
 		return err
@@ -413,31 +407,24 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 		case err == nil:
 			p.forgetUpload(second)
 			return fmt.Errorf("%w: a second CompleteMultipartUpload with If-None-Match: * replaced the object", committer.ErrConditionalWritesUnsupported)
-		case status(err) == http.StatusPreconditionFailed || status(err) == http.StatusConflict ||
-			recoverable.ErrorCode(err) == "PreconditionFailed" || recoverable.ErrorCode(err) == "ConditionalRequestConflict":
+		case s3call.IsPreconditionFailed(err) || s3call.IsConflict(err):
 			return nil
-		case rejectsHeader(err):
+		case s3call.IsNotImplemented(err):
 			return fmt.Errorf("%w: %w", committer.ErrConditionalWritesUnsupported, err)
 		}
 		return err
 	})
 }
 
+// completeInput builds a conditional completion of the one part body, as a
+// commit sends it.
 func (p *prober) completeInput(key, id, etag string, body []byte) *s3.CompleteMultipartUploadInput {
-	part := types.CompletedPart{PartNumber: aws.Int32(1), ETag: aws.String(etag)}
-	in := &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(p.s.Bucket), Key: aws.String(key), UploadId: aws.String(id),
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{part}},
-		MpuObjectSize:   aws.Int64(int64(len(body))),
-		IfNoneMatch:     aws.String("*"),
-	}
-	if !p.s.DisableChecksums {
-		crc := aws.String(recoverable.EncodeCRC(recoverable.CRC64(body)))
-		in.MultipartUpload.Parts[0].ChecksumCRC64NVME = crc
-		in.ChecksumCRC64NVME = crc
-		in.ChecksumType = types.ChecksumTypeFullObject
-	}
-	return in
+	crc := recoverable.CRC64(body)
+	return s3call.CompleteInput(s3call.Completion{
+		Bucket: p.s.Bucket, Key: key, UploadID: id,
+		Parts: []s3call.CompletedPart{{Number: 1, ETag: etag, CRC: crc}},
+		Size:  int64(len(body)), CRC: crc, Checksums: !p.s.DisableChecksums, IfNoneMatch: true,
+	})
 }
 
 func (p *prober) createUpload(ctx context.Context, what, key string) (string, bool) {
@@ -471,7 +458,7 @@ func (p *prober) uploadPart(ctx context.Context, what, key, id string, n int32, 
 		}
 		if !p.s.DisableChecksums {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(recoverable.CRC64(body)))
+			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(recoverable.CRC64(body)))
 		}
 		out, err := p.api.UploadPart(ctx, in)
 		if err != nil {
@@ -522,29 +509,29 @@ func (p *prober) check(ctx context.Context, what, bucket, key, perm string, fn f
 // classify records a failed call, and says whether nothing else can work.
 func (p *prober) classify(what, bucket, key, perm string, err error) {
 	target := "s3://" + bucket + "/" + key
-	code := recoverable.ErrorCode(err)
+	code := s3call.CodeOf(err)
 	switch {
 	case errors.Is(err, committer.ErrConditionalWritesUnsupported):
 		p.add(what, target, "", "use a server that honours If-None-Match on PutObject and CompleteMultipartUpload; s3once cannot keep a key written once without it", err)
-	case unreachable(err) || (p.first && noReply(err)):
+	case s3call.IsUnreachable(err) || (p.first && s3call.IsNoReply(err)):
 		p.fatal = true
 		ep := p.s.Endpoint
 		if ep == "" {
 			ep = "AWS S3"
 		}
 		p.add("reach the S3 endpoint", ep, "", "check Config.Endpoint, that the server runs, and the network", err)
-	case credentialsProblem(err):
+	case code == s3call.Unauthenticated:
 		p.fatal = true
 		p.add("authenticate", "", "", "the credentials were rejected or none were found: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE (or Config.AccessKeyID and SecretAccessKey) and the clock", err)
-	case code == "NoSuchBucket":
+	case code == s3call.NoSuchBucket:
 		p.fatal = true
 		p.add("find the bucket", "s3://"+bucket, "", "create the bucket, or fix the bucket name", err)
-	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status(err) == http.StatusMovedPermanently:
+	case code == s3call.WrongRegion:
 		p.fatal = true
 		p.add("reach the bucket in its region", "s3://"+bucket, "", "set the bucket's region (Config.Region or AWS_REGION)", err)
-	case code == "AccessDenied" || status(err) == http.StatusForbidden:
+	case code == s3call.AccessDenied:
 		p.add(what, target, perm, "", err)
-	case !p.s.DisableChecksums && checksumRejected(err):
+	case !p.s.DisableChecksums && s3call.IsChecksumRejected(err):
 		p.add(what, target, "", "the server rejects the CRC64NVME checksum headers: set Config.DisableChecksums", err)
 	default:
 		p.add(what, target, "", "", err)
@@ -575,12 +562,12 @@ func (p *prober) forgetObject(key string) {
 
 // cleanup removes what the probes left, on a context of its own.
 func (p *prober) cleanup(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), preflightCleanup)
+	cctx, cancel := s3call.Detached(ctx, s3call.DefaultCleanupTimeout)
 	defer cancel()
 	bucket := p.s.Bucket
 	for _, u := range p.uploads {
 		_, err := p.api.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(u.key), UploadId: aws.String(u.id)})
-		if err != nil && !recoverable.IsNotFound(err) {
+		if err != nil && !s3call.IsNotFound(err) {
 			p.pe.Leftovers = append(p.pe.Leftovers, fmt.Sprintf("upload %s of s3://%s/%s (%v)", u.id, bucket, u.key, err))
 		}
 	}
@@ -601,7 +588,7 @@ func (p *prober) cleanup(ctx context.Context) {
 	if err != nil {
 		p.classify("delete objects in a batch (DeleteObjects)", bucket, p.objects[0], "s3:DeleteObject", err)
 		for _, k := range p.objects {
-			if _, derr := p.api.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); derr != nil && !recoverable.IsNotFound(derr) {
+			if _, derr := p.api.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); derr != nil && !s3call.IsNotFound(derr) {
 				p.pe.Leftovers = append(p.pe.Leftovers, "s3://"+bucket+"/"+k)
 			}
 		}
@@ -611,59 +598,11 @@ func (p *prober) cleanup(ctx context.Context) {
 
 // absentIsFine turns "no such key" into success: the probe key is new.
 func absentIsFine(err error) error {
-	if err == nil || recoverable.ErrorCode(err) == "NoSuchKey" || recoverable.ErrorCode(err) == "NotFound" || status(err) == http.StatusNotFound {
+	if s3call.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
-func status(err error) int { return recoverable.StatusCode(err) }
-
-// unreachable reports whether err says no connection could be made (a
-// refused or failed dial, an unknown host). A connection reset halfway is
-// not that: it is reported as the call's own problem.
-func unreachable(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
-}
-
-// noReply reports whether err came without any HTTP reply (the connection
-// was refused, reset or timed out). On the first call, after the SDK's
-// retries, that means the endpoint cannot be used at all.
-func noReply(err error) bool {
-	var send *smithyhttp.RequestSendError
-	return errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// credentialsProblem reports whether err says the credentials were rejected
-// or could not be found.
-func credentialsProblem(err error) bool {
-	switch recoverable.ErrorCode(err) {
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidSecurity", "MissingSecurityHeader",
-		"XAdminUserNotFound": // versitygw's answer to an unknown access key
-		return true
-	}
-	// The SDK reports a missing credential chain without a type of its own.
-	msg := err.Error()
-	return strings.Contains(msg, "get credentials") || strings.Contains(msg, "failed to refresh cached credentials")
-}
-
-// checksumRejected reports whether err is a server refusing the checksum
-// headers.
-func checksumRejected(err error) bool {
-	switch recoverable.ErrorCode(err) {
-	case "InvalidArgument", "NotImplemented", "InvalidRequest":
-		return strings.Contains(strings.ToLower(err.Error()), "checksum")
-	}
-	return false
-}
-
-// rejectsHeader reports whether err is a server refusing If-None-Match
-// outright.
-func rejectsHeader(err error) bool {
-	return recoverable.ErrorCode(err) == "NotImplemented" || status(err) == http.StatusNotImplemented
-}
+// status is the HTTP status of the reply err came from, or 0.
+func status(err error) int { return s3call.HTTPStatus(err) }

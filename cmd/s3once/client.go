@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
-	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/internal/s3call"
 )
 
 // clientFlags select the S3 endpoint; credentials come from the AWS chain.
@@ -27,27 +27,11 @@ func (cf *clientFlags) register(fs *flag.FlagSet) {
 
 // client builds an S3 client from the standard AWS configuration chain.
 func (cf *clientFlags) client(ctx context.Context) (*s3.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if cf.region != "" {
-		opts = append(opts, config.WithRegion(cf.region))
+	c, err := s3call.NewClient(ctx, s3call.ClientOptions{
+		Endpoint: cf.endpoint, Region: cf.region, RequireRegion: true, PathStyle: cf.pathStyle, Profile: cf.profile,
+	})
+	if errors.Is(err, s3call.ErrNoRegion) {
+		return nil, usagef("no region: set AWS_REGION, a profile's region, or --region")
 	}
-	if cf.profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(cf.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		if cf.endpoint == "" {
-			return nil, usagef("no region: set AWS_REGION, a profile's region, or --region")
-		}
-		cfg.Region = "us-east-1"
-	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if cf.endpoint != "" {
-			o.BaseEndpoint = aws.String(cf.endpoint)
-		}
-		o.UsePathStyle = cf.pathStyle
-	}), nil
+	return c, err
 }
