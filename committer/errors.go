@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/recoverable"
 )
 
-// Sentinel errors callers branch on with errors.Is. A failure of one file's
+// Sentinel errors callers branch on with errors.Is. Each message ends in its
+// stable code (package errcode), which survives a runner. A failure of one file's
 // commit is a *recoverable.Error (bucket, key, upload, a hint for the operator)
 // wrapping one of these, or one of recoverable's (ErrPartsChanged,
 // ErrInvalidToken, ...), or the S3 error that ended the retries.
@@ -16,27 +18,27 @@ var (
 	// conflicting write, OperationAborted, ...) in every round the commit
 	// had. The token's upload was left intact: commit the same token again
 	// later.
-	ErrConflict = errors.New("completion kept meeting conflicting operations")
+	ErrConflict = errcode.New(errcode.Conflict, "completion kept meeting conflicting operations")
 	// ErrRewriteRequired: after a 409 ConditionalRequestConflict the server
 	// discarded the token's upload, and no object appeared at the key within
 	// the settle window. The file must be written again under a new upload;
 	// the commit of that rewrite then meets whatever won the key. This is
 	// not ErrDataLost: nothing expired, the server asked for a rewrite, and a
 	// rerun writes the same bytes.
-	ErrRewriteRequired = errors.New("the server discarded the upload after a conflicting write; the file must be written again")
+	ErrRewriteRequired = errcode.New(errcode.RewriteRequired, "the server discarded the upload after a conflicting write; the file must be written again")
 	// ErrKeyTaken: another object, with other bytes than the token describes,
 	// is at the key. It is left intact; the token's upload is aborted.
-	ErrKeyTaken = errors.New("another object is at the key")
+	ErrKeyTaken = errcode.New(errcode.KeyTaken, "another object is at the key")
 	// ErrDataLost: the token's upload is gone and nothing appeared at the key
 	// within the settle window (Options.SettleTimeout): the file was never
 	// committed and cannot be any more.
-	ErrDataLost = errors.New("upload and object are both gone")
+	ErrDataLost = errcode.New(errcode.DataLost, "upload and object are both gone")
 	// ErrUnconfirmed: the server acknowledged the completion again and again,
 	// yet the object never appeared at the key.
-	ErrUnconfirmed = errors.New("completion acknowledged but no object at the key")
+	ErrUnconfirmed = errcode.New(errcode.Unconfirmed, "completion acknowledged but no object at the key")
 	// ErrConditionalWritesUnsupported: the server ignores or rejects
 	// If-None-Match, so it cannot guarantee that a key is written once.
-	ErrConditionalWritesUnsupported = errors.New("server does not honour If-None-Match")
+	ErrConditionalWritesUnsupported = errcode.New(errcode.ConditionalWritesUnsupported, "server does not honour If-None-Match")
 )
 
 // Hints for the operator.

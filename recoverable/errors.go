@@ -3,30 +3,33 @@ package recoverable
 import (
 	"errors"
 	"fmt"
+
+	"github.com/s3once/s3once/errcode"
 )
 
-// Sentinel errors callers branch on with errors.Is. Errors returned by this
+// Sentinel errors callers branch on with errors.Is. Each message ends in its
+// stable code (package errcode), which survives a runner. Errors returned by this
 // package that concern a particular upload are *Error values wrapping one of them.
 var (
 	// ErrNoSuchUpload: the token's multipart upload no longer exists (aborted,
 	// expired by a lifecycle rule, swept, or already completed).
-	ErrNoSuchUpload = errors.New("multipart upload does not exist")
+	ErrNoSuchUpload = errcode.New(errcode.NoSuchUpload, "multipart upload does not exist")
 	// ErrPartsChanged: the upload's parts differ from those the token recorded
 	// (a part is missing, has another size, or was overwritten with other bytes).
-	ErrPartsChanged = errors.New("upload parts differ from the token")
+	ErrPartsChanged = errcode.New(errcode.PartsChanged, "upload parts differ from the token")
 	// ErrSideObjectMissing: the side object holding the token's tail is gone.
-	ErrSideObjectMissing = errors.New("tail side object is missing")
+	ErrSideObjectMissing = errcode.New(errcode.SideObjectMissing, "tail side object is missing")
 	// ErrTailCorrupt: the tail has the wrong length or checksum.
-	ErrTailCorrupt = errors.New("tail length or checksum mismatch")
+	ErrTailCorrupt = errcode.New(errcode.TailCorrupt, "tail length or checksum mismatch")
 	// ErrPartLimit: writing on would need more parts than the writer allows;
 	// roll the file (close it and open another) before this point.
-	ErrPartLimit = errors.New("part limit reached")
+	ErrPartLimit = errcode.New(errcode.PartLimit, "part limit reached")
 	// ErrClosed: the stream was closed for commit or disposed.
-	ErrClosed = errors.New("stream is closed")
+	ErrClosed = errcode.New(errcode.Closed, "stream is closed")
 	// ErrInvalidToken: the token is malformed (missing fields, impossible sizes).
-	ErrInvalidToken = errors.New("invalid token")
+	ErrInvalidToken = errcode.New(errcode.InvalidToken, "invalid token")
 	// ErrInvalidOptions: the Writer's options break S3's limits or each other.
-	ErrInvalidOptions = errors.New("invalid options")
+	ErrInvalidOptions = errcode.New(errcode.InvalidOptions, "invalid options")
 )
 
 // IsArtifactLost reports whether a recovery failed because something the

@@ -12,13 +12,15 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
 // ErrInvalidConfig is wrapped by every error Validate and TryWrite return for a
-// configuration that cannot work.
-var ErrInvalidConfig = errors.New("s3once sink: invalid configuration")
+// configuration that cannot work. Its message carries the stable code
+// errcode.InvalidConfig.
+var ErrInvalidConfig = errcode.New(errcode.InvalidConfig, "s3once sink: invalid configuration")
 
 // Defaults of Config's zero values, and the bounds Validate enforces.
 const (

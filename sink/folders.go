@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"weak"
@@ -9,13 +8,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
 
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 )
 
 // ErrFoldersOverlap is wrapped (with ErrInvalidConfig) by TryWrite's error
 // when a second sink of the same pipeline would write into a folder another
 // sink of it writes, or keep its staging there.
-var ErrFoldersOverlap = errors.New("two sinks of one pipeline share a folder")
+var ErrFoldersOverlap = errcode.New(errcode.FoldersOverlap, "two sinks of one pipeline share a folder")
 
 // folderClaim is what one Write of a pipeline holds: its output folder and
 // its staging folder, in its bucket.

@@ -29,7 +29,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3server"
 	"github.com/s3once/s3once/pipelines/corpus"
 	"github.com/s3once/s3once/sink"
@@ -126,7 +128,9 @@ func run(o options, out, errOut io.Writer) int {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fail("interrupted after %v; the files committed so far stay, and running again completes the rest", res.Elapsed.Round(time.Millisecond))
 		}
-		if strings.Contains(err.Error(), "another object is at the key") {
+		// The runner hands back the error's text only: its code token says
+		// what happened.
+		if errcode.Has(err, errcode.KeyTaken) {
 			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", app.Cause(err), rel)
 		}
 		return fail("pipeline failed after %v: %s\n\nthe runner's report:\n%v", res.Elapsed.Round(time.Millisecond), app.Cause(err), err)
@@ -184,7 +188,8 @@ func ensureBucket(ctx context.Context, c *s3.Client, bucket string) error {
 	if err == nil {
 		return nil
 	}
-	if strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") || strings.Contains(err.Error(), "BucketAlreadyExists") {
+	switch s3call.APICode(err) {
+	case "BucketAlreadyOwnedByYou", "BucketAlreadyExists":
 		return nil
 	}
 	return fmt.Errorf("create bucket %s: %w", bucket, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/errcode"
 )
 
 func TestMain(m *testing.M) { ptest.Main(m) }
@@ -45,5 +48,29 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "demo")); err != nil {
 		t.Errorf("the data folder lost the bucket: %v", err)
+	}
+}
+
+// A second run over the first one's files with another input fails in the
+// commit stage on the prism runner; the error that comes back is text only,
+// and its code (errcode.KeyTaken) is what picks the advice to clean up.
+func TestRunOverOtherFilesIsRecognisedByCode(t *testing.T) {
+	data := t.TempDir()
+	var out, errOut strings.Builder
+	if code := run(options{data: data, bucket: "demo", prefix: "corpus", records: 2000, seed: 1}, &out, &errOut); code != 0 {
+		t.Fatalf("first run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	code := run(options{data: data, bucket: "demo", prefix: "corpus", records: 2000, seed: 2}, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("second run with another seed: exit %d, want 1\nstderr:\n%s", code, errOut.String())
+	}
+	msg := errOut.String()
+	if !errcode.Has(errors.New(msg), errcode.KeyTaken) {
+		t.Errorf("the failure does not carry %s:\n%s", errcode.KeyTaken.Token(), msg)
+	}
+	if !strings.Contains(msg, "holds files of an earlier run with other settings or code") {
+		t.Errorf("the key-taken failure was not recognised as one:\n%s", msg)
 	}
 }
