@@ -235,6 +235,82 @@
 // sub-batches is still written by one worker, one sub-batch after another, so
 // raise Shards for parallelism and to keep shards off the disk.
 //
+// # Parquet
+//
+// Format "parquet" writes Go structs as Apache Parquet files, one column per
+// field, with github.com/parquet-go/parquet-go (v0.32.0, pinned). The
+// schema comes from the element type and parquet-go's struct tags
+// (`parquet:"name,optional,zstd,dict,..."`; "-" leaves a field out);
+// xitongsys's dialect (`parquet:"name=..., type=..."`), which Beam's
+// parquetio reads, is not the one. Pointers are optional columns, slices
+// repeated ones, nested structs groups, time.Time a nanosecond timestamp in
+// UTC, []byte and [N]byte byte arrays. While the pipeline is built, Write
+// refuses, naming the field, what has no deterministic form: maps (Go's
+// iteration order is random), interfaces, channels, functions, complex
+// numbers, other arrays, recursive types, and tags parquet-go cannot map;
+// Compression other than "none" is refused too, since a Parquet file
+// compresses its pages itself (Config.Parquet.Compression: snappy, the
+// default, zstd, gzip or none).
+//
+// The library, of the three weighed (parquet-go, arrow-go's parquet, and
+// xitongsys's, which Beam's parquetio uses): parquet-go reflects on plain Go
+// structs with no generated code, leaves row groups to the caller (Flush
+// ends one; nothing is written between two), writes unbuffered when asked,
+// and takes created_by as a setting (its default comes from the build
+// information); it is maintained and Apache-2.0. arrow-go goes through
+// Arrow records and is the heaviest dependency; xitongsys's is little
+// maintained. Write speed against Beam's parquetio is not measured yet.
+// None of them can reopen a file after its row groups were written, so
+// s3once does not try (see below). The tests read every file back with
+// xitongsys/parquet-go, another implementation.
+//
+// Through the shuffle a record is its row encoding (see parquet_row.go):
+// the fields in order, each in a fixed, ordered, lossless form (integers
+// and floats big-endian with their sign bits flipped so that bytes compare
+// as numbers do, NaN payloads and -0 kept; strings with their zero bytes
+// escaped; nil and empty slices apart; times as UnixNano). The shard hash,
+// the sort and MaxFileBytes work on these bytes, as on any format's, so a
+// file's rows come out ordered by the type's leading fields, which keeps
+// its statistics tight. The writer decodes each record into the element
+// type and hands it to parquet-go. The decoder takes canonical encodings
+// only, and is fuzzed.
+//
+// A row group ends once its records reach Parquet.RowGroupBytes of row
+// encoding (default 64 MiB) or Parquet.RowGroupRecords, never at a sync
+// point or a checkpoint; files roll at MaxFileBytes and MaxFileRecords
+// alone. Bytes reach the upload only when a row group ends, and the footer
+// at the file's end. A checkpoint therefore persists the row groups ended so
+// far, as any file's bytes, and the token is the usual constant-size one
+// (invariant I7): what the writer needs to go on, the metadata of those row
+// groups and the records of the open one, is rebuilt, not stored. At a
+// self-checkpoint the writer keeps the file's encoder in the DoFn instance,
+// under its upload (at most two such); a resume in that instance takes it
+// back when it stands exactly where the token does (records, bytes and
+// CRC64NVME of the bytes). Otherwise (another worker, a crash, an older
+// checkpoint restored) the writer encodes the file's records again (the
+// element carries them) and drops the bytes, checks their size and
+// CRC64NVME against the token's, then goes on. The footer then describes
+// every row group, those before the checkpoint included. A mismatch means
+// the library or a Parquet setting changed since the checkpoint: the writer
+// writes the file again from its first record, as after a lost upload. The
+// counters parquet_replays and parquet_records_replayed count these
+// re-encodings.
+//
+// A file's bytes depend on the records, the element type and its tags,
+// Shards, MaxFileBytes, MaxFileRecords, Parquet.Compression,
+// Parquet.RowGroupBytes, Parquet.RowGroupRecords and the parquet-go
+// version; not on CheckpointBytes, CheckpointInterval or where checkpoints
+// and crashes fell. The footer's created_by is the fixed string
+// "s3once version 1 (build parquet-go v0.32.0)", and no key-value metadata
+// or time is written.
+//
+// Memory: a worker holds, per Parquet file it writes, the open row group's
+// pages (compressed) and parquet-go's page buffers (256 KiB per column), on
+// top of the batch and the part buffers; plus, per writer instance, the open
+// row groups of at most two checkpointed files waiting for their resume.
+// With the default RowGroupBytes a file of up to 64 MiB of records is one
+// row group.
+//
 // # Names
 //
 // Files are named

@@ -1,7 +1,7 @@
 // Command batch is s3once's batch example: it generates a seeded text corpus
 // (documents on a few topics) and writes it to S3 with sink.Write, as gzip
-// JSON Lines, one folder per topic, exactly once. It prints a table of the
-// committed files.
+// JSON Lines (or, with --format parquet, as Parquet files), one folder per
+// topic, exactly once. It prints a table of the committed files.
 //
 // Against a local S3-compatible server, on the embedded runner:
 //
@@ -41,6 +41,8 @@ func main() {
 		common app.Common
 		o      corpus.Options
 		seed   uint64
+		format string
+		pq     sink.ParquetOptions
 	)
 	sf.Register(flag.CommandLine, "corpus", "gzip")
 	common.Register(flag.CommandLine)
@@ -49,8 +51,13 @@ func main() {
 	flag.IntVar(&o.Topics, "topics", 4, "topics (destinations) the documents spread over")
 	flag.IntVar(&o.MinWords, "min-words", 20, "fewest words in a document")
 	flag.IntVar(&o.MaxWords, "max-words", 120, "most words in a document")
+	flag.StringVar(&format, "format", "jsonl", "file format: jsonl, or parquet (one column per field of the document; --compression then does not apply)")
+	flag.StringVar(&pq.Compression, "parquet-compression", "", "with --format parquet: page compression, snappy, zstd, gzip or none (empty: snappy)")
+	flag.Int64Var(&pq.RowGroupBytes, "row-group-bytes", 0, "with --format parquet: end a row group at this many record bytes (0: 64 MiB)")
 	flag.Parse()
 	beam.Init()
+	compressionSet := false
+	flag.Visit(func(f *flag.Flag) { compressionSet = compressionSet || f.Name == "compression" })
 	o.Seed = seed
 
 	if _, err := o.Check(); err != nil {
@@ -60,6 +67,13 @@ func main() {
 	prog := app.Program{
 		Name: "batch", Sink: &sf, Common: &common,
 		Build: func(s beam.Scope, cfg sink.Config) (beam.PCollection, error) {
+			cfg.Format = format
+			if format == "parquet" {
+				cfg.Parquet = pq
+				if !compressionSet {
+					cfg.Compression = "" // the example's gzip default is for JSON Lines
+				}
+			}
 			return corpus.Write(s, o, cfg)
 		},
 	}
