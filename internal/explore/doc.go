@@ -135,10 +135,15 @@
 // default schedule and the four mutants' searches (about 20). A schedule
 // of the one-file workload costs about 0.2 s of CPU without -race and
 // 1 to 2 s with it, one of the two-file workload about four times that.
-// Measured with -race, two busy loops and a load average of 22 to 27 from
-// other work on 2 cores: the package had not finished after 10 minutes (it
-// got 31 s of user CPU in that time); the 2-minute target is not shown on
-// this machine.
+// Measured with -race on 2 cores under a load average of 22 to 30 from
+// other work: with two busy loops added, the package had not finished
+// after 10 minutes (31 s of user CPU in that time); without them,
+// TestExploreIssue (19 schedules) took 16 min 49 s of wall time,
+// TestExploreSweepBetween (6) 80 s, and those 26 schedules with the
+// default one 164 s of CPU, about 6 s per two-file schedule. The whole
+// package needs some 5 minutes of CPU with -race: the 2-minute target is
+// not met with these bounds; TestExploreQuick's 58 schedules are the part
+// to cut first.
 //
 // make explore (S3ONCE_EXPLORE=wide; at most two faults per schedule):
 // TestExploreTwoFaults, one file, default order, a first fault of each of
