@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -240,7 +241,7 @@ func encodeBatch(b batch) ([]byte, error) {
 	}
 	size := 7*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window)
 	for _, l := range b.Lines {
-		size += binary.MaxVarintLen32 + len(l)
+		size += (bits.Len(uint(len(l))|1)+6)/7 + len(l) // the length's uvarint, and the record
 	}
 	out, err := batchFraming.Begin(batchVersion, size)
 	if err != nil {

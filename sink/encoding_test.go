@@ -148,6 +148,10 @@ func TestBatchFrame(t *testing.T) {
 	if err != nil || v != batchVersion || len(p) != len(enc)-coder.Overhead {
 		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-coder.Overhead)
 	}
+	// The frame is written in place, in a buffer sized up front.
+	if extra := cap(enc) - len(enc); extra > 128 {
+		t.Errorf("a %d-byte encoding in a buffer of %d bytes", len(enc), cap(enc))
+	}
 	// The decoded records alias the encoding: nothing is copied.
 	b, err := decodeBatch(enc)
 	if err != nil {
