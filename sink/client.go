@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3call"
 )
 
 // A worker's DoFns share one S3 client and one committer per connection
@@ -68,37 +66,18 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 // credentials on top when they are set, and the request settings (bucket
 // owner, encryption, object settings) on every call.
 func (s settings) newClient(ctx context.Context) (*s3.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if s.Region != "" {
-		opts = append(opts, config.WithRegion(s.Region))
-	}
-	if s.AccessKeyID != "" {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(s.AccessKeyID, s.SecretAccessKey, s.SessionToken)))
-	}
-	if s.MaxAttempts > 0 {
-		opts = append(opts, config.WithRetryMaxAttempts(s.MaxAttempts))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("s3once sink: load AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
-	}
 	req, err := s.Requests.build()
 	if err != nil {
 		return nil, err
 	}
-	return s3.NewFromConfig(cfg, req.Apply, func(o *s3.Options) {
-		if s.Endpoint != "" {
-			o.BaseEndpoint = aws.String(s.Endpoint)
-		}
-		o.UsePathStyle = s.PathStyle
-		if s.DisableChecksums {
-			// Nor the SDK's own default checksums.
-			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		}
-	}), nil
+	c, err := s3call.NewClient(ctx, s3call.ClientOptions{
+		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
+		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
+		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
+		Options: []func(*s3.Options){req.Apply},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3once sink: %w", err)
+	}
+	return c, nil
 }

@@ -33,6 +33,9 @@ type ClientOptions struct {
 	// DisableChecksums stops the SDK from adding checksums of its own,
 	// for servers that reject the headers.
 	DisableChecksums bool
+	// Options are applied to the client's options after these settings
+	// (request settings every call carries, say).
+	Options []func(*s3.Options)
 }
 
 // ErrNoRegion: ClientOptions.RequireRegion is set, no Endpoint is given, and
@@ -66,7 +69,7 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		}
 		cfg.Region = "us-east-1"
 	}
-	return s3.NewFromConfig(cfg, func(so *s3.Options) {
+	return s3.NewFromConfig(cfg, append([]func(*s3.Options){func(so *s3.Options) {
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
@@ -75,5 +78,5 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 			so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
-	}), nil
+	}}, o.Options...)...), nil
 }
