@@ -134,19 +134,6 @@ func (p Program) Main() int {
 	return ExitOK
 }
 
-// flagOf maps the Config fields that the library's messages name to the
-// examples' flags that set them.
-var flagOf = strings.NewReplacer(
-	"Config.Endpoint", "--s3-endpoint",
-	"Config.Region", "--s3-region",
-	"Config.DisableChecksums", "--s3-disable-checksums",
-)
-
-// withFlagNames says the examples' flag where a library message names the
-// Config field: the library speaks of Config, since a user's own program
-// has no such flags.
-func withFlagNames(msg string) string { return flagOf.Replace(msg) }
-
 // Cause picks the sink's own message out of a runner's error, which wraps it
 // in the failed stage's plan and a chain of "caused by"s; failing that, the
 // last cause in the chain.
