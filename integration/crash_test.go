@@ -25,14 +25,18 @@ type batchConfig struct {
 	args []string
 }
 
-// The crash loops alternate between two shapes of output: many small gzip
-// files with a checkpoint every 64 KiB of records (every tail a side
-// object), and one large uncompressed file of three 5 MiB parts.
+// The crash loops go round three shapes of output: many small gzip files
+// with a checkpoint every 64 KiB of records (every tail a side object), one
+// large uncompressed file of three 5 MiB parts, and Parquet files whose row
+// groups (256 KiB of records) span many checkpoints, so that a rerun
+// re-encodes the records of open files.
 var crashConfigs = []batchConfig{
 	{"gzip-many-checkpoints", []string{"--records", "12000", "--topics", "3", "--shards", "2",
 		"--checkpoint-bytes", "65536", "--inline-tail-max", "-1", "--seed", "7"}},
 	{"plain-multipart", []string{"--records", "14000", "--topics", "1", "--shards", "1", "--compression", "none",
 		"--max-words", "200", "--checkpoint-bytes", "524288", "--part-size", "5242880", "--seed", "11"}},
+	{"parquet-spanning-checkpoints", []string{"--records", "12000", "--topics", "2", "--shards", "2", "--format", "parquet",
+		"--row-group-bytes", "262144", "--checkpoint-bytes", "65536", "--inline-tail-max", "-1", "--seed", "17"}},
 }
 
 // faultConfig is a smaller run for the fault tests, which slow it down.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	xreader "github.com/xitongsys/parquet-go/reader"
 	xsource "github.com/xitongsys/parquet-go/source"
 )
@@ -691,4 +692,29 @@ func TestParquetAcrossCheckpoints(t *testing.T) {
 	}
 	sweep(t, c, bucket)
 	checkClean(t, c, bucket)
+}
+
+// TestParquetPipeline runs Write with Format "parquet" on the embedded
+// runner: the element type reaches the workers with the pipeline, and the
+// files read back with the independent reader.
+func TestParquetPipeline(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	events := pqEvents(600, 9)
+	p, s := beam.NewPipelineWithRoot()
+	cfg := testConfig(bucket, "pipe")
+	cfg.Format = "parquet"
+	cfg.Shards = 1
+	cfg.Parquet.RowGroupRecords = 250
+	Write(s, beam.CreateList(s, events), cfg)
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+	objs := relative(t, c, bucket, "pipe")
+	if len(objs) != 1 {
+		t.Fatalf("%d files, want 1", len(objs))
+	}
+	for _, v := range objs {
+		checkParquetFile(t, v, sortedEvents(t, events), 3)
+	}
 }
