@@ -10,8 +10,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/s3once/s3once/committer"
@@ -101,4 +103,60 @@ func TestCompletionMarkerWrittenOnce(t *testing.T) {
 	if got := s3test.Object(t, c, bucket, key); string(got) != "a\n" {
 		t.Errorf("the marker now holds %q", got)
 	}
+}
+
+// Fixed windows: one manifest per window, named after it, listing exactly
+// that window's files.
+func TestCompletionMarkerPerWindow(t *testing.T) {
+	bucket := srv.Bucket(t)
+	base := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	var in []event
+	for i := 0; i < 600; i++ {
+		in = append(in, event{At: base + int64(i)*300, Name: fmt.Sprintf("e%05d", i)}) // 3 minutes
+	}
+	p, s := beam.NewPipelineWithRoot()
+	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, stampEvent, beam.CreateList(s, in)))
+	cfg := testConfig(bucket, "w")
+	cfg.Format = "jsonl"
+	cfg.Shards = 2
+	cfg.CompletionMarker = MarkerManifest
+	Write(s, windowed, cfg)
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+	objs := s3test.Objects(t, testClient(), bucket, "w/")
+	for m := 0; m < 3; m++ {
+		win := fmt.Sprintf("20240601T10%02d00Z-20240601T10%02d00Z", m, m+1)
+		marker, ok := objs[ownkeys.MarkerKey("w", win, 0)]
+		if !ok {
+			t.Fatalf("no marker for window %s among %v", win, keysOf(objs))
+		}
+		var want []string
+		for k := range objs {
+			if ownkeys.IsFileName("w", k) && strings.HasPrefix(k, "w/"+win+"-") {
+				want = append(want, k)
+			}
+		}
+		sort.Strings(want)
+		var listed []string
+		for _, line := range strings.Split(strings.TrimSpace(string(marker)), "\n") {
+			var r FileResult
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%s: %v", win, err)
+			}
+			listed = append(listed, r.Key)
+		}
+		if len(want) == 0 || strings.Join(listed, ",") != strings.Join(want, ",") {
+			t.Errorf("window %s: marker lists %v, files %v", win, listed, want)
+		}
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
