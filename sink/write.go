@@ -121,7 +121,14 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	return single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit()}, shuffled))
+	files, err := single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit()}, shuffled))
+	if err != nil {
+		return beam.PCollection{}, err
+	}
+	if err := withMarkers(s, files, st); err != nil { // marker.go
+		return beam.PCollection{}, err
+	}
+	return files, nil
 }
 
 // checkTopLevel refuses function literals and method values: Beam sends a
