@@ -250,7 +250,7 @@ func TestBadConfig(t *testing.T) {
 		{"staging under prefix", func(c *Config) { c.Prefix = "out"; c.StagingPrefix = "out/staging/" }, "readers would see side objects"},
 		{"prefix under staging", func(c *Config) { c.Prefix = ".s3once/staging/x" }, "lies under StagingPrefix"},
 		{"root prefix visible staging", func(c *Config) { c.Prefix = ""; c.StagingPrefix = "staging/" }, "readers would see side objects"},
-		{"unknown format", func(c *Config) { c.Format = "parquet" }, `unknown Format "parquet"`},
+		{"unknown format", func(c *Config) { c.Format = "avro" }, `unknown Format "avro"`},
 		{"unknown codec", func(c *Config) { c.Compression = "lzma" }, `unknown Compression "lzma"`},
 		{"tiny files", func(c *Config) { c.MaxFileBytes = 100 }, "MaxFileBytes 100 is too small"},
 		{"files over batch", func(c *Config) { c.MaxFileBytes = 128 << 20 }, "exceeds MaxBatchBytes"},
