@@ -14,6 +14,7 @@ import (
 
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -324,9 +325,7 @@ func (c Config) settings() (settings, error) {
 	if err := checkPath("Prefix", s.Prefix, MaxPrefixLen); err != nil {
 		bad("%v", err)
 	}
-	if s.StagingPrefix == "" {
-		s.StagingPrefix = recoverable.DefaultStagingPrefix
-	}
+	s.StagingPrefix = s3call.StagingPrefix(s.StagingPrefix)
 	if err := checkPath("StagingPrefix", strings.TrimSuffix(s.StagingPrefix, "/"), MaxPrefixLen); err != nil {
 		bad("%v", err)
 	} else if s.StagingPrefix == "/" {
