@@ -18,14 +18,19 @@
 //	                 <staging>/preflight/<id>/complete (an upload, then an object)
 //	write probe      <staging>/preflight-<name>        (the committer's If-None-Match probe)
 //	clock probe      <staging>/clock/<name>            (a sweep, where replies carry no Date)
+//	completion mark  <prefix>/_SUCCESS[-<window>][-pane-<n>]
+//	settings marker  <prefix>/_s3once_settings          (the folder's byte-affecting settings)
 //
 // Side objects written by early releases have no nonce; both forms are
 // s3once's. An upload ID is one key segment (bytes outside [A-Za-z0-9._-]
 // escaped as %XX), and never "." or "..", which file-backed servers could
 // read as a step up the path.
 //
-// Marker objects, when they come, get a builder and a predicate here too, and
-// the sweep keeps them (it deletes only side objects and probes).
+// Markers (completion markers, the settings marker) are written once and
+// kept: the sweep deletes only side objects and probes, and no predicate of
+// those takes a marker's key. Readers of "the output files" skip both kinds
+// (IsMarker, IsSettings; IsSettingsAnywhere for a listing of several
+// folders).
 //
 // The package imports only the standard library, so every layer can use it.
 package ownkeys
