@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/recoverable"
+	"github.com/s3once/s3once/internal/s3call"
 )
 
 // bucketSettingsAPI is what reading a bucket's versioning and Object Lock
@@ -38,7 +37,7 @@ func (p *prober) checkBucketSettings(ctx context.Context) {
 
 // denied reports whether a recorded problem is a refusal (403).
 func denied(pr PreflightProblem) bool {
-	return recoverable.ErrorCode(pr.Err) == "AccessDenied" || status(pr.Err) == http.StatusForbidden
+	return s3call.CodeOf(pr.Err) == s3call.AccessDenied
 }
 
 // explainRefusals looks for the reasons of refused writes that are not
