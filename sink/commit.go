@@ -12,6 +12,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -125,7 +126,7 @@ func checkOwnToken(s settings, cr recoverable.CommitRecoverable) error {
 // bytes again (on a runner that restores an earlier checkpoint, the writer
 // rewrites the file itself when it finds the upload gone).
 func commitAgain(err error) bool {
-	return committer.IsRetryable(err) || errors.Is(err, committer.ErrConflict)
+	return s3call.IsRetryable(err) || errors.Is(err, committer.ErrConflict)
 }
 
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
