@@ -217,18 +217,7 @@ func TestRunnerModel(t *testing.T) {
 			bucket := srv.Bucket(t)
 			c := testClient()
 			b := randomBatch(31, 1200, 60)
-			cfg := func(prefix string) settings {
-				cf := testConfig(bucket, prefix)
-				cf.Compression = codec
-				cf.MaxFileBytes = 12 << 10
-				cf.CheckpointBytes = 1 << 10
-				cf.InlineTailMax = 512 // some tails inline, most in side objects
-				st, err := cf.settings()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return st
-			}
+			cfg := func(prefix string) settings { return modelSettings(t, bucket, prefix, codec, 12<<10, 512) }
 			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0))}
 			ref.commitAll(ref.run(b))
 			want := relative(t, c, bucket, "ref")

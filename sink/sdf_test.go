@@ -353,18 +353,7 @@ func TestWriterRetrySimulated(t *testing.T) {
 			for _, l := range b.Lines {
 				want = append(want, strings.TrimSuffix(string(l), "\n"))
 			}
-			cfg := func(prefix string) settings {
-				cf := testConfig(bucket, prefix)
-				cf.Compression = codec
-				cf.MaxFileBytes = 12 << 10
-				cf.CheckpointBytes = 1 << 10
-				cf.InlineTailMax = 512 // some tails inline, most in side objects
-				st, err := cf.settings()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return st
-			}
+			cfg := func(prefix string) settings { return modelSettings(t, bucket, prefix, codec, 12<<10, 512) }
 
 			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0))}
 			ref.commitAll(ref.run(b))
@@ -608,18 +597,7 @@ func TestWriterRollback(t *testing.T) {
 			bucket := srv.Bucket(t)
 			c := testClient()
 			b := randomBatch(17, 900, 60)
-			cfg := func(prefix string) settings {
-				cf := testConfig(bucket, prefix)
-				cf.Compression = codec
-				cf.MaxFileBytes = 8 << 10
-				cf.CheckpointBytes = 1 << 10
-				cf.InlineTailMax = 256 // some tails inline, most in side objects
-				st, err := cf.settings()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return st
-			}
+			cfg := func(prefix string) settings { return modelSettings(t, bucket, prefix, codec, 8<<10, 256) }
 			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0))}
 			ref.commitAll(ref.run(b))
 			refObjs := relative(t, c, bucket, "ref")
@@ -669,17 +647,7 @@ func TestWriterRewritesLostArtifacts(t *testing.T) {
 			bucket := srv.Bucket(t)
 			c := testClient()
 			b := randomBatch(23, 300, 60)
-			cfg := func(prefix string) settings {
-				cf := testConfig(bucket, prefix)
-				cf.MaxFileBytes = 64 << 10 // one file
-				cf.CheckpointBytes = 1 << 10
-				cf.InlineTailMax = 16 // tails in side objects
-				st, err := cf.settings()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return st
-			}
+			cfg := func(prefix string) settings { return modelSettings(t, bucket, prefix, "", 64<<10, 16) }
 			ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(1, 1))}
 			ref.commitAll(ref.run(b))
 			want := relative(t, c, bucket, "ref")
@@ -791,4 +759,21 @@ func TestMustRewrite(t *testing.T) {
 			t.Errorf("mustRewrite(%v) = true", err)
 		}
 	}
+}
+
+// modelSettings is the simulated runner tests' configuration: files of
+// maxFile bytes compressed with codec ("" for none), a checkpoint every KiB,
+// and tails up to inlineTail bytes in the token, larger ones in side objects.
+func modelSettings(t *testing.T, bucket, prefix, codec string, maxFile int64, inlineTail int) settings {
+	t.Helper()
+	cf := testConfig(bucket, prefix)
+	cf.Compression = codec
+	cf.MaxFileBytes = maxFile
+	cf.CheckpointBytes = 1 << 10
+	cf.InlineTailMax = inlineTail
+	st, err := cf.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
