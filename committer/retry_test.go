@@ -3,56 +3,27 @@ package committer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3fault"
 )
 
+// TestIsRetryable checks that the committer's predicate is the one mapping
+// in internal/s3call (whose own table is TestIsRetryable there).
 func TestIsRetryable(t *testing.T) {
-	api := func(status int, code string) error {
-		return s3fault.APIError(s3fault.PutObject, status, code, "")
-	}
-	cases := []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{context.Canceled, false},
-		{fmt.Errorf("wrapped: %w", context.Canceled), false},
-		{context.DeadlineExceeded, true},
-		{io.EOF, true},
-		{io.ErrUnexpectedEOF, true},
-		{syscall.ECONNRESET, true},
-		{syscall.ECONNREFUSED, true},
-		{errors.New("something else"), false},
-		{api(503, "SlowDown"), true},
-		{api(500, "InternalError"), true},
-		{api(502, "BadGateway"), true},
-		{api(400, "RequestTimeout"), true},
-		{api(429, "TooManyRequests"), true},
-		{api(501, "NotImplemented"), false},
-		{api(404, "NoSuchUpload"), false},
-		{api(412, "PreconditionFailed"), false},
-		{api(409, "ConditionalRequestConflict"), false},
-		{api(400, "BadDigest"), false},
-		{api(403, "AccessDenied"), false},
-		{api(http.StatusRequestTimeout, ""), true},
-	}
+	errs := []error{nil, context.Canceled, io.EOF,
+		s3fault.APIError(s3fault.PutObject, 503, "SlowDown", ""),
+		s3fault.APIError(s3fault.PutObject, 409, "ConditionalRequestConflict", "")}
 	for _, k := range s3fault.Kinds {
-		cases = append(cases, struct {
-			err  error
-			want bool
-		}{s3fault.FaultError(s3fault.CompleteMultipartUpload, k), true})
+		errs = append(errs, s3fault.FaultError(s3fault.CompleteMultipartUpload, k))
 	}
-	for _, c := range cases {
-		if got := IsRetryable(c.err); got != c.want {
-			t.Errorf("IsRetryable(%v) = %v, want %v", c.err, got, c.want)
+	for _, err := range errs {
+		if IsRetryable(err) != s3call.IsRetryable(err) {
+			t.Errorf("IsRetryable(%v) = %v, s3call says %v", err, IsRetryable(err), s3call.IsRetryable(err))
 		}
 	}
 }

@@ -76,6 +76,51 @@ func TestCodeOf(t *testing.T) {
 }
 
 // TestPredicates: the predicates the packages branch on, built on CodeOf.
+// TestIsRetryable: transport failures, throttling and 5xx are worth asking
+// again; a cancelled context and the refusals are not.
+func TestIsRetryable(t *testing.T) {
+	api := func(status int, code string) error {
+		return s3fault.APIError(s3fault.PutObject, status, code, "")
+	}
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{context.Canceled, false},
+		{fmt.Errorf("wrapped: %w", context.Canceled), false},
+		{context.DeadlineExceeded, true},
+		{io.EOF, true},
+		{io.ErrUnexpectedEOF, true},
+		{syscall.ECONNRESET, true},
+		{syscall.ECONNREFUSED, true},
+		{errors.New("something else"), false},
+		{api(503, "SlowDown"), true},
+		{api(500, "InternalError"), true},
+		{api(502, "BadGateway"), true},
+		{api(400, "RequestTimeout"), true},
+		{api(429, "TooManyRequests"), true},
+		{api(501, "NotImplemented"), false},
+		{api(404, "NoSuchUpload"), false},
+		{api(412, "PreconditionFailed"), false},
+		{api(409, "ConditionalRequestConflict"), false},
+		{api(400, "BadDigest"), false},
+		{api(403, "AccessDenied"), false},
+		{api(http.StatusRequestTimeout, ""), true},
+	}
+	for _, k := range s3fault.Kinds {
+		cases = append(cases, struct {
+			err  error
+			want bool
+		}{s3fault.FaultError(s3fault.CompleteMultipartUpload, k), true})
+	}
+	for _, c := range cases {
+		if got := s3call.IsRetryable(c.err); got != c.want {
+			t.Errorf("IsRetryable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
 func TestPredicates(t *testing.T) {
 	api := func(status int, code string) error {
 		return s3fault.APIError(s3fault.PutObject, status, code, "")
