@@ -115,7 +115,15 @@
 //   - An empty file (nothing written) becomes a zero-byte object: one empty
 //     part, which S3 accepts as the only part of an upload.
 //   - A stream holds at most PartSize x (Concurrency+1) bytes of buffers; when
-//     the server is slow, Write blocks instead of buffering more.
+//     the server is slow, Write blocks instead of buffering more. The buffers
+//     are pooled per Writer: a finished stream's buffers serve the next
+//     stream, and the pool keeps at most Concurrency+1 idle ones, so a Writer
+//     that has one stream open at a time holds PartSize x (Concurrency+1) in
+//     all, however many files it writes. A buffer goes back to the pool only
+//     when no request body over it can be read any more (every read of a body
+//     holds its lock; the stream retires the bodies once a call has returned
+//     for good, and a buffer whose body is still being read, by a transport
+//     writing an abandoned attempt, is left to the collector instead).
 //
 // # Retries
 //

@@ -1,11 +1,9 @@
 package recoverable
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,10 +22,13 @@ import (
 //
 // Memory: a stream holds at most PartSize x (Concurrency + 1) bytes of buffers,
 // whatever the file's size. When the server is slower than the writer, Write
-// blocks until a part upload finishes.
+// blocks until a part upload finishes. The buffers come from its Writer's pool
+// and go back to it when the stream is closed for commit or disposed, so a
+// Writer that writes file after file allocates them once (see Writer).
 type Stream struct {
 	client  S3
 	opts    Options
+	pool    *partPool
 	bucket  string
 	key     string
 	upload  string
@@ -38,8 +39,8 @@ type Stream struct {
 	ctx    context.Context // runs part uploads; cancelled by Dispose
 	cancel context.CancelFunc
 	sem    chan struct{} // one token per upload in flight
-	free   chan []byte   // buffers back from finished uploads
-	nbufs  int           // buffers allocated so far
+	free   chan []byte   // buffers back from finished uploads; nil for one left to the collector
+	nbufs  int           // buffers taken so far
 
 	buf       []byte // the part being filled
 	pos       int64
@@ -59,6 +60,7 @@ func (w *Writer) newStream(ctx context.Context, bucket, key, upload string, part
 	return &Stream{
 		client:   w.client,
 		opts:     w.opts,
+		pool:     w.pool,
 		bucket:   bucket,
 		key:      key,
 		upload:   upload,
@@ -147,22 +149,47 @@ func (s *Stream) Write(p []byte) (n int, err error) {
 func (s *Stream) getBuffer() ([]byte, error) {
 	select {
 	case b := <-s.free:
-		return b[:0], nil
+		return s.reuse(b), nil
 	default:
 	}
 	if s.nbufs < cap(s.free) {
 		s.nbufs++
-		return make([]byte, 0, s.size), nil
+		return s.newBuffer(), nil
 	}
 	select {
 	case b := <-s.free:
-		return b[:0], nil
+		return s.reuse(b), nil
 	case <-s.ctx.Done():
 		if err := s.broken(); err != nil {
 			return nil, err
 		}
 		return nil, s.fail("write", context.Cause(s.ctx), "")
 	}
+}
+
+// reuse empties a buffer back from an upload; nil stands for one that an
+// abandoned request may still read, replaced by another.
+func (s *Stream) reuse(b []byte) []byte {
+	if b == nil {
+		return s.newBuffer()
+	}
+	return b[:0]
+}
+
+// newBuffer takes an idle buffer from the writer's pool, or allocates one.
+func (s *Stream) newBuffer() []byte {
+	if s.pool != nil && s.pool.size == s.size {
+		if b := s.pool.get(); b != nil {
+			return b
+		}
+	}
+	return make([]byte, 0, s.size)
+}
+
+// detach moves the part being filled into another buffer, leaving the old one,
+// which an abandoned request may still read, to the collector.
+func (s *Stream) detach() {
+	s.buf = append(s.newBuffer(), s.buf...)
 }
 
 func (s *Stream) takeBuffer() []byte {
@@ -185,38 +212,46 @@ func (s *Stream) flush() error {
 	s.nextPart++
 	go func() {
 		defer func() { <-s.sem }()
-		part, err := s.uploadPart(s.ctx, num, buf)
+		part, free, err := s.uploadPart(s.ctx, num, buf)
+		if !free {
+			buf = nil
+		}
 		s.free <- buf
 		s.record(part, err)
 	}()
 	return nil
 }
 
-// uploadPart uploads buf as part num and reports the part as the server saw it.
-func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, error) {
+// uploadPart uploads buf as part num and reports the part as the server saw it,
+// and whether buf is free again: no request body over it can be read any more
+// (false when a transport still reads an abandoned attempt's body; the buffer
+// must then not be reused).
+func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, bool, error) {
 	crc := CRC64(buf)
 	in := &s3.UploadPartInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.key), UploadId: aws.String(s.upload),
-		PartNumber: aws.Int32(num), Body: bodyOf(buf), ContentLength: aws.Int64(int64(len(buf))),
+		PartNumber: aws.Int32(num), ContentLength: aws.Int64(int64(len(buf))),
 	}
 	if !s.opts.DisableChecksums {
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 		in.ChecksumCRC64NVME = aws.String(EncodeCRC(crc))
 	}
+	var bodies bodies
 	out, err := s3call.Do(ctx, s.opts.policy(), fmt.Sprintf("upload part %d", num), func(ctx context.Context) (*s3.UploadPartOutput, error) {
-		in.Body = bodyOf(buf)
+		in.Body = bodies.over(buf)
 		return s.client.UploadPart(ctx, in, s.bodyOptions()...)
 	})
+	free := bodies.retire()
 	if err != nil {
 		if s3call.IsNoSuchUpload(err) {
-			return Part{}, s.fail("upload part", fmt.Errorf("%w: %w", ErrNoSuchUpload, err), hintUploadGone)
+			return Part{}, free, s.fail("upload part", fmt.Errorf("%w: %w", ErrNoSuchUpload, err), hintUploadGone)
 		}
-		return Part{}, s.fail("upload part", err, "")
+		return Part{}, free, s.fail("upload part", err, "")
 	}
 	if c, ok := s3call.DecodeCRC(aws.ToString(out.ChecksumCRC64NVME)); ok && c != crc {
-		return Part{}, s.fail("upload part", fmt.Errorf("part %d: server stored CRC64NVME %016x, sent %016x", num, c, crc), "")
+		return Part{}, free, s.fail("upload part", fmt.Errorf("part %d: server stored CRC64NVME %016x, sent %016x", num, c, crc), "")
 	}
-	return Part{Number: num, Size: int64(len(buf)), ETag: aws.ToString(out.ETag), CRC: crc}, nil
+	return Part{Number: num, Size: int64(len(buf)), ETag: aws.ToString(out.ETag), CRC: crc}, free, nil
 }
 
 // bodyOptions are the per-call options of requests that carry data. With a
@@ -300,6 +335,7 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 	// done. A side object whose Persist failed is just garbage under the
 	// upload's prefix, removed with the others at commit or by the sweep.
 	var g errgroup.Group
+	tailHeld := false // set by the side-object upload, read after Wait
 	g.Go(func() error { return s.drain(ctx) })
 	switch {
 	case len(s.buf) == 0:
@@ -309,24 +345,35 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 		tail.Object = SideObjectKey(s.staging, s.upload, seq, s.nonce)
 		in := &s3.PutObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(tail.Object),
-			Body: bodyOf(s.buf), ContentLength: aws.Int64(tail.Len),
+			ContentLength: aws.Int64(tail.Len),
 		}
 		if !s.opts.DisableChecksums {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
 			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
 		}
+		buf := s.buf
 		g.Go(func() error {
+			var bodies bodies
 			_, err := s3call.Do(ctx, s.opts.policy(), "put side object "+tail.Object, func(ctx context.Context) (*s3.PutObjectOutput, error) {
-				in.Body = bodyOf(s.buf)
+				in.Body = bodies.over(buf)
 				return s.client.PutObject(ctx, in, s.bodyOptions()...)
 			})
+			if !bodies.retire() {
+				// An abandoned attempt's body may still be read: the stream
+				// goes on in a copy, and this buffer is left to the collector.
+				tailHeld = true
+			}
 			if err != nil {
 				return s.fail("persist", err, "")
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	if tailHeld {
+		s.detach()
+	}
+	if err != nil {
 		if mutReusePersistKey() {
 			s.seq--
 		}
@@ -354,7 +401,10 @@ func (s *Stream) CloseForCommit(ctx context.Context) (CommitRecoverable, error) 
 		return CommitRecoverable{}, err
 	}
 	if len(s.buf) > 0 || s.nextPart == 1 {
-		part, err := s.uploadPart(ctx, s.nextPart, s.buf)
+		part, free, err := s.uploadPart(ctx, s.nextPart, s.buf)
+		if !free {
+			s.detach()
+		}
 		if err != nil {
 			return CommitRecoverable{}, err
 		}
@@ -407,14 +457,16 @@ func (s *Stream) Dispose(ctx context.Context) error {
 	return nil
 }
 
-// bodyOf is a request body over p that the SDK can rewind.
-func bodyOf(p []byte) io.ReadSeeker { return bytes.NewReader(p) }
-
+// release gives the stream's idle buffers back to the writer's pool. Buffers
+// still out with uploads are not there: release runs once none is in flight
+// (after drain or after Dispose waited for them).
 func (s *Stream) release() {
+	s.pool.put(s.buf)
 	s.buf = nil
 	for {
 		select {
-		case <-s.free:
+		case b := <-s.free:
+			s.pool.put(b)
 		default:
 			return
 		}

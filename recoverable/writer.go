@@ -16,9 +16,20 @@ import (
 
 // Writer opens recoverable streams and recovers them from tokens. It is safe for
 // concurrent use; each Stream is not.
+//
+// Part buffers are the Writer's: a stream takes them from the Writer's pool
+// and gives them back when it is closed for commit or disposed, so a Writer
+// writing file after file allocates them once. The pool keeps at most
+// Concurrency+1 idle buffers of PartSize bytes (a stream recovered with
+// another part size allocates its own, and leaves them to the collector).
+// Memory of a Writer: PartSize x (Concurrency+1) per open stream, plus at most
+// PartSize x (Concurrency+1) idle; a Writer with one stream open at a time
+// holds PartSize x (Concurrency+1) in all. A buffer returns to the pool only
+// once no request can read it any more, retries included.
 type Writer struct {
 	client S3
 	opts   Options
+	pool   *partPool // part buffers of finished streams, for the next ones
 }
 
 // NewWriter returns a Writer over client. The options are checked against S3's
@@ -31,7 +42,7 @@ func NewWriter(client S3, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{client: client, opts: o}, nil
+	return &Writer{client: client, opts: o, pool: newPartPool(o.PartSize, o.Concurrency+1)}, nil
 }
 
 // Options returns the writer's options with defaults filled in.
