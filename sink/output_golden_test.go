@@ -165,6 +165,7 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.bindParquetRow(gc.elemT) // as Write does; nothing for other formats
 	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "golden"), "WriteFiles")
 	win := gc.win
 	if win == nil {
