@@ -15,7 +15,7 @@ TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
-.PHONY: test tools vet run bench bench-quick fuzz soak explore clean test-aws
+.PHONY: test tools vet run bench bench-quick bench-scale fuzz soak explore clean test-aws
 
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
@@ -80,6 +80,19 @@ bench-quick: $(VERSITYGW) $(BENCHSTAT)
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
 	$(GO) run ./bench/cmd/benchrounds -plan quick -bin $(BENCH_OUT)/bench.test -dir bench \
 		-out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
+
+# The scale curve: pipeline time and the sink's own live heap at 1e5, 1e6
+# and 1e7 records and 1, 4 and 16 shards, and the stream's time per GiB and
+# peak heap from 64 MiB to 4 GiB; a table (scale.md) and a plot (scale.svg)
+# in bench-out/. SCALE_GRID=full is that grid, 3 rounds, about an hour on 2
+# quiet cores; SCALE_GRID=small (the default) stops at 1e6 records and 1 GiB,
+# about 10 minutes.
+SCALE_GRID ?= small
+bench-scale: $(VERSITYGW)
+	mkdir -p $(BENCH_OUT)
+	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) run ./bench/cmd/benchrounds -plan scale -grid $(SCALE_GRID) -bin $(BENCH_OUT)/bench.test \
+		-dir bench -out $(BENCH_OUT)
 
 # Start a local S3 server (data in .s3data/), run the batch example through
 # sink.Write on the embedded runner, print the summary, stop the server.

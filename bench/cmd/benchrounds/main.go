@@ -16,6 +16,9 @@
 //	go test -c -o bench-out/bench.test ./bench
 //	go run ./bench/cmd/benchrounds -bin bench-out/bench.test -dir bench \
 //		-out bench-out -plan full -benchstat .bin/benchstat
+//
+// -plan scale runs the scale curve instead (make bench-scale; see scale.go):
+// -grid small or full.
 package main
 
 import (
@@ -41,8 +44,15 @@ func main() {
 	planName := flag.String("plan", "quick", "what to run: full or quick")
 	rounds := flag.Int("rounds", 0, "rounds (0: the plan's)")
 	benchstat := flag.String("benchstat", "benchstat", "the benchstat executable")
+	grid := flag.String("grid", "small", "with -plan scale: the grid, full or small (see scale.go)")
 	flag.Parse()
-	if err := run(*bin, *dir, *out, *planName, *rounds, *benchstat); err != nil {
+	var err error
+	if *planName == "scale" {
+		err = runScale(*bin, *dir, *out, *grid, *rounds)
+	} else {
+		err = run(*bin, *dir, *out, *planName, *rounds, *benchstat)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrounds:", err)
 		os.Exit(1)
 	}
