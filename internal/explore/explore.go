@@ -72,9 +72,18 @@ func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 	if w.Bug != 0 {
 		defer mutant.Set(w.Bug)()
 	}
+	var fake *s3mem.Fake
+	// Every goroutine of the bubble has ended when synctest.Test returns:
+	// nothing reads the Fake's bytes any more, and the next schedule may
+	// reuse them.
+	defer func() {
+		if fake != nil {
+			fake.Release()
+		}
+	}()
 	synctest.Test(t, func(t *testing.T) {
 		sch := newScheduler(plan)
-		fake := s3mem.New(s3mem.Options{PageSize: 2, Gate: sch.gate})
+		fake = s3mem.New(s3mem.Options{PageSize: 2, Gate: sch.gate})
 		bucket := fake.Bucket()
 		setup := fake.NewClient(s3mem.ClientOptions{Name: "setup"})
 		decoys := decoysFor(FileKey(0, len(w.Data)))

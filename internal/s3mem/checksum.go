@@ -5,8 +5,8 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"net/http"
 	"strings"
@@ -25,28 +25,46 @@ const (
 
 func checksumHeader(alg string) string { return "x-amz-checksum-" + strings.ToLower(alg) }
 
-// rawChecksum is alg's digest of data, as bytes (CRCs big-endian).
-func rawChecksum(alg string, data []byte) []byte {
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// hasherOf returns a fresh digest of alg, nil for an unknown one.
+func hasherOf(alg string) hash.Hash {
 	switch alg {
 	case "CRC32":
-		return binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(data))
+		return crc32.NewIEEE()
 	case "CRC32C":
-		return binary.BigEndian.AppendUint32(nil, crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
+		return crc32.New(castagnoli)
 	case "CRC64NVME":
-		return binary.BigEndian.AppendUint64(nil, crc64nvme.Checksum(data))
+		return crc64nvme.New()
 	case "SHA1":
-		s := sha1.Sum(data)
-		return s[:]
+		return sha1.New()
 	case "SHA256":
-		s := sha256.Sum256(data)
-		return s[:]
+		return sha256.New()
 	}
 	return nil
+}
+
+// rawChecksum is alg's digest of the concatenation of chunks, as bytes
+// (CRCs big-endian, as their hashes' Sum gives them).
+func rawChecksum(alg string, chunks ...[]byte) []byte {
+	h := hasherOf(alg)
+	if h == nil {
+		return nil
+	}
+	for _, c := range chunks {
+		h.Write(c)
+	}
+	return h.Sum(nil)
 }
 
 // checksum is alg's digest of data, base64-encoded as S3 sends it.
 func checksum(alg string, data []byte) string {
 	return base64.StdEncoding.EncodeToString(rawChecksum(alg, data))
+}
+
+// checksumOf is alg's digest of the concatenation of chunks, base64-encoded.
+func checksumOf(alg string, chunks [][]byte) string {
+	return base64.StdEncoding.EncodeToString(rawChecksum(alg, chunks...))
 }
 
 // knownAlgorithm returns alg in S3's spelling, or "" if S3 takes no such

@@ -15,7 +15,18 @@
 //
 // A Fake is a value created per test (New), with buckets (CreateBucket,
 // Bucket), a call log (Calls), fault rules (Inject) and an optional Gate.
-// There is no package-level state.
+// Stored reads an object's bytes where the Fake holds them, without a
+// request, for checks after a run. The one package-level state is a pool
+// of body buffers: a test that is done with a Fake may Release it, and the
+// next Fakes of the process read their large request bodies into its
+// buffers instead of fresh memory (under the race detector, fresh memory
+// costs far more than the copy into it). Without Release a Fake allocates
+// as it always did.
+//
+// An object keeps its bytes as the pieces that were written: the body of a
+// PutObject, or a completed upload's parts, shared with them, never copied
+// into one buffer; GETs, ranges and full-object checksums run over the
+// pieces.
 //
 // Each client has an identity (ClientOptions.Name). A crash (Fake.Crash, or
 // a crash fault) is as final as SIGKILL for that identity: every later

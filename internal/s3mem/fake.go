@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -252,4 +253,25 @@ func (f *Fake) etag(data []byte) string {
 	}
 	sum := md5.Sum(data)
 	return `"` + hex.EncodeToString(sum[:]) + `"`
+}
+
+// Stored returns the bytes of the object at key as the server holds them,
+// in pieces (a multipart object's parts, in order), without a request: for
+// checks after a run, which need not copy a large object through a client.
+// The slices are the server's own: read them, never write them. ok is false
+// if there is no such object (a completion that lags shows once its time has
+// come, as for a GET).
+func (f *Fake) Stored(bucket, key string) (chunks [][]byte, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.buckets[bucket]
+	if b == nil {
+		return nil, false
+	}
+	f.surface(b)
+	o := b.objects[key]
+	if o == nil {
+		return nil, false
+	}
+	return slices.Clip(o.chunks), true
 }

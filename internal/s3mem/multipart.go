@@ -201,18 +201,20 @@ func (f *Fake) completeUpload(b *bucket, r *request) *reply {
 			return errReply(http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("The provided 'x-amz-mp-object-size' header value %s does not match what was computed: %d", v, size))
 		}
 	}
-	data := make([]byte, 0, size)
-	for _, p := range parts {
-		data = append(data, p.data...)
+	// The object shares its parts' bytes: they never change once stored,
+	// and nothing copies 5 MiB parts into one buffer.
+	data := make([][]byte, len(parts))
+	for i, p := range parts {
+		data[i] = p.data
 	}
-	o := &object{data: data, modified: f.now(), checksums: checksums{}, parts: parts, contentType: u.contentType, encoding: u.encoding}
+	o := &object{chunks: data, size: size, modified: f.now(), checksums: checksums{}, parts: parts, contentType: u.contentType, encoding: u.encoding}
 	alg := u.algorithm
 	switch {
 	case alg == "":
 		// As for single writes, S3 gives the object a CRC64NVME of its own.
-		o.checksums["CRC64NVME"], o.checksumType = checksum("CRC64NVME", data), fullObject
+		o.checksums["CRC64NVME"], o.checksumType = checksumOf("CRC64NVME", data), fullObject
 	case u.checksumType == fullObject:
-		o.checksums[alg], o.checksumType = checksum(alg, data), fullObject
+		o.checksums[alg], o.checksumType = checksumOf(alg, data), fullObject
 	default:
 		o.checksums[alg], o.checksumType = compositeChecksum(alg, parts), composite
 	}

@@ -45,7 +45,11 @@ func (f *Fake) surface(b *bucket) {
 // object is a stored object. Its fields never change once stored; a new
 // write replaces the whole object.
 type object struct {
-	data         []byte
+	// chunks are the object's bytes in order: the body of a single write, or
+	// a multipart object's parts, shared with them and never concatenated
+	// (a completion copies no data; see chunksOf).
+	chunks       [][]byte
+	size         int64
 	etag         string
 	modified     time.Time
 	checksums    checksums
@@ -163,7 +167,7 @@ func (f *Fake) putObject(b *bucket, r *request) *reply {
 		cs["CRC64NVME"] = checksum("CRC64NVME", r.body)
 	}
 	o := &object{
-		data: r.body, etag: f.etag(r.body), modified: f.now(), checksums: cs, checksumType: fullObject,
+		chunks: [][]byte{r.body}, size: int64(len(r.body)), etag: f.etag(r.body), modified: f.now(), checksums: cs, checksumType: fullObject,
 		contentType: r.h.Get("Content-Type"), encoding: r.h.Get("Content-Encoding"),
 	}
 	b.objects[r.key] = o
@@ -191,8 +195,8 @@ func (f *Fake) getObject(b *bucket, r *request) *reply {
 		rp.header.Set("ETag", o.etag)
 		return rp
 	}
-	size := int64(len(o.data))
-	data := o.data
+	size := o.size
+	data := o.chunks
 	status := http.StatusOK
 	rp := newReply(status)
 	whole := true
@@ -210,12 +214,12 @@ func (f *Fake) getObject(b *bucket, r *request) *reply {
 			for _, p := range o.parts[:n-1] {
 				start += int64(len(p.data))
 			}
-			data = o.parts[n-1].data
+			data = [][]byte{o.parts[n-1].data}
 		}
 		rp.header.Set("x-amz-mp-parts-count", strconv.Itoa(count))
 		if len(o.parts) > 0 {
 			status = http.StatusPartialContent
-			rp.header.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+int64(len(data))-1, size))
+			rp.header.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+int64(len(o.parts[n-1].data))-1, size))
 			whole = false
 		}
 	} else if rg := r.h.Get("Range"); rg != "" {
@@ -225,7 +229,7 @@ func (f *Fake) getObject(b *bucket, r *request) *reply {
 			rp.header.Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 			return rp
 		}
-		data = o.data[start : end+1]
+		data = rangeOf(o.chunks, start, end+1)
 		status = http.StatusPartialContent
 		rp.header.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, size))
 		whole = false
@@ -234,7 +238,7 @@ func (f *Fake) getObject(b *bucket, r *request) *reply {
 	rp.header.Set("ETag", o.etag)
 	rp.header.Set("Last-Modified", o.modified.Format(http.TimeFormat))
 	rp.header.Set("Accept-Ranges", "bytes")
-	rp.header.Set("Content-Length", strconv.Itoa(len(data)))
+	rp.header.Set("Content-Length", strconv.FormatInt(chunksSize(data), 10))
 	ct := o.contentType
 	if ct == "" {
 		ct = "binary/octet-stream"
@@ -250,7 +254,7 @@ func (f *Fake) getObject(b *bucket, r *request) *reply {
 		rp.header.Set("x-amz-checksum-type", o.checksumType)
 	}
 	if r.op == s3fault.GetObject {
-		rp.body = data
+		rp.chunks = data
 	}
 	return rp
 }
@@ -384,7 +388,7 @@ func (f *Fake) listObjects(b *bucket, r *request) *reply {
 			break
 		}
 		o := b.objects[k]
-		lo := listedObject{Key: k, LastModified: isoTime(o.modified), ETag: o.etag, Size: int64(len(o.data)), StorageClass: "STANDARD"}
+		lo := listedObject{Key: k, LastModified: isoTime(o.modified), ETag: o.etag, Size: o.size, StorageClass: "STANDARD"}
 		for alg := range o.checksums {
 			lo.ChecksumAlgorithm, lo.ChecksumType = alg, o.checksumType
 		}
@@ -411,4 +415,28 @@ func commonPrefixOf(key, prefix, delim string) string {
 		return ""
 	}
 	return key[:len(prefix)+i+len(delim)]
+}
+
+// chunksSize is the number of bytes in chunks.
+func chunksSize(chunks [][]byte) int64 {
+	var n int64
+	for _, c := range chunks {
+		n += int64(len(c))
+	}
+	return n
+}
+
+// rangeOf returns bytes [start, end) of the concatenation of chunks, as
+// sub-slices of them (no copy).
+func rangeOf(chunks [][]byte, start, end int64) [][]byte {
+	var out [][]byte
+	var at int64
+	for _, c := range chunks {
+		lo, hi := max(start-at, 0), min(end-at, int64(len(c)))
+		if lo < hi {
+			out = append(out, c[lo:hi])
+		}
+		at += int64(len(c))
+	}
+	return out
 }

@@ -287,6 +287,26 @@ func TestSemantics(t *testing.T) {
 				t.Fatalf("HEAD of part 2: %d bytes, %d parts; want 777 bytes, 2 parts", aws.ToInt64(hp.ContentLength), aws.ToInt32(hp.PartsCount))
 			}
 		}},
+		{"MultipartGetAcrossParts", func(t *testing.T, b backend, bucket string) {
+			m := newMPU(t, b.client, bucket, "k")
+			m.part(1, data(3, 5*mib))
+			m.part(2, data(4, 777))
+			if err := m.complete(nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := get(t, b.client, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("k")})
+			if err != nil || !bytes.Equal(got, m.bytes) {
+				t.Fatalf("GET the whole object: %d bytes, %v; want %d bytes", len(got), err, len(m.bytes))
+			}
+			got, err = get(t, b.client, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("k"), Range: aws.String(fmt.Sprintf("bytes=%d-%d", 5*mib-10, 5*mib+9))})
+			if err != nil || !bytes.Equal(got, m.bytes[5*mib-10:5*mib+10]) {
+				t.Fatalf("a range across the parts: %d bytes, %v", len(got), err)
+			}
+			got, err = get(t, b.client, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("k"), PartNumber: aws.Int32(2)})
+			if err != nil || !bytes.Equal(got, m.bytes[5*mib:]) {
+				t.Fatalf("GET part 2: %d bytes, %v", len(got), err)
+			}
+		}},
 		{"GetRangeAndIfMatch", func(t *testing.T, b backend, bucket string) {
 			body := data(5, 100)
 			put(t, b.client, bucket, "k", body)

@@ -49,6 +49,9 @@ type reply struct {
 	status int
 	header http.Header
 	body   []byte
+	// chunks, if set, are the body instead: an object's bytes, served from
+	// where they are stored.
+	chunks [][]byte
 	code   string // S3 error code, for error replies
 }
 
@@ -275,22 +278,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// readBody reads a request body in one allocation when its length is known.
-func readBody(r io.Reader, n int64) ([]byte, error) {
-	if n < 0 {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, err
-	}
-	var extra [1]byte
-	if k, _ := r.Read(extra[:]); k > 0 {
-		return nil, fmt.Errorf("body longer than its Content-Length %d", n)
-	}
-	return b, nil
-}
-
 func conflictReply() *reply {
 	return errReply(http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is currently in progress against this resource. Please try again.")
 }
@@ -320,12 +307,15 @@ func (f *Fake) response(req *http.Request, rp *reply) *http.Response {
 	h.Set("Server", "s3mem")
 	h.Set("x-amz-request-id", fmt.Sprintf("S3MEM%011d", id))
 	h.Set("x-amz-id-2", fmt.Sprintf("s3mem-host-%d", id))
-	body := rp.body
+	chunks := rp.chunks
+	if chunks == nil {
+		chunks = [][]byte{rp.body}
+	}
 	if req.Method == http.MethodHead {
-		body = nil
+		chunks = nil
 	}
 	if h.Get("Content-Length") == "" {
-		h.Set("Content-Length", strconv.Itoa(len(body)))
+		h.Set("Content-Length", strconv.FormatInt(chunksSize(chunks), 10))
 	}
 	n, _ := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
 	return &http.Response{
@@ -335,8 +325,20 @@ func (f *Fake) response(req *http.Request, rp *reply) *http.Response {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
+		Body:          io.NopCloser(chunkReader(chunks)),
 		ContentLength: n,
 		Request:       req,
 	}
+}
+
+// chunkReader reads the concatenation of chunks without copying them first.
+func chunkReader(chunks [][]byte) io.Reader {
+	if len(chunks) == 1 {
+		return bytes.NewReader(chunks[0])
+	}
+	rs := make([]io.Reader, len(chunks))
+	for i, c := range chunks {
+		rs[i] = bytes.NewReader(c)
+	}
+	return io.MultiReader(rs...)
 }
