@@ -2,8 +2,12 @@
 // on the same machine, the same local S3 server (versitygw) and the same
 // bytes: recoverable.Stream against the AWS SDK's manager.Uploader and
 // against a bare loop of UploadPart calls, the cost of checkpoints, a
-// stream's peak memory, token sizes, persist and recover latency, and the
-// sink.Write pipeline against Beam's textio.Write on prism.
+// stream's peak memory, token sizes, persist and recover latency, the
+// sink.Write pipeline against Beam's textio.Write on prism, and Parquet
+// through sink.Write against Beam's parquetio.Write (the same records, one
+// struct type per tag dialect). The memory of an open Parquet file is
+// measured in package sink (BenchmarkParquetOpenFileMemory), which alone
+// reaches the encoder.
 //
 // The benchmarks are ordinary `go test -bench` functions. Each side of a
 // comparison is a sub-benchmark named side=<name>, so one run can interleave

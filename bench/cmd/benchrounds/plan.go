@@ -50,6 +50,7 @@ var plans = map[string]struct {
 		persistGroup("20x"),
 		recoverGroup("20x"),
 		pipelineGroup("records=1000000"),
+		parquetGroup("records=100000", "records=1000000"),
 	}},
 	"quick": {5, []group{
 		uploadGroup([]string{"size=64MiB"}, nil),
@@ -58,6 +59,7 @@ var plans = map[string]struct {
 		persistGroup("5x"),
 		recoverGroup("5x"),
 		pipelineGroup("records=100000"),
+		parquetGroup("records=100000"),
 	}},
 }
 
@@ -113,6 +115,16 @@ func pipelineGroup(records string) group {
 		name: "pipeline", bench: "BenchmarkPipeline",
 		dims:      [][]string{{records}, {"side=sink", "side=textio"}},
 		benchstat: [][]string{{"-col", "/side@(textio sink)"}},
+	}
+}
+
+// parquetGroup compares Parquet through sink.Write with Beam's
+// parquetio.Write.
+func parquetGroup(records ...string) group {
+	return group{
+		name: "parquet", bench: "BenchmarkParquetPipeline",
+		dims:      [][]string{records, {"side=sink", "side=parquetio"}},
+		benchstat: [][]string{{"-col", "/side@(parquetio sink)"}},
 	}
 }
 
@@ -181,6 +193,10 @@ func checks() []check {
 	for _, records := range []string{"100000", "1000000"} {
 		p := "BenchmarkPipeline/records=" + records + "/side="
 		cs = append(cs, check{title: "sink.Write vs textio.Write (s3://), " + records + " records: records/s", base: p + "textio", test: p + "sink", unit: "sec/op", throughput: true, op: ">=", goal: 1.0})
+	}
+	for _, records := range []string{"100000", "1000000"} {
+		p := "BenchmarkParquetPipeline/records=" + records + "/side="
+		cs = append(cs, check{title: "Parquet: sink.Write vs parquetio.Write (s3://), " + records + " records: records/s", base: p + "parquetio", test: p + "sink", unit: "sec/op", throughput: true, op: ">=", goal: 1.0})
 	}
 	return cs
 }
