@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -51,25 +52,46 @@ const hintChangedRerun = "nothing of this run was committed and its uploads were
 	"to replace the folder's files instead, delete them first"
 
 // barrierApplies tells whether Write puts the run-wide barrier before its
-// commit stage: the input is bounded and in the global window, and no file is
+// commit stage: the input is bounded, in any window, and no file is
 // committed at bundle finalization (which would commit before the barrier).
-func barrierApplies(st settings, col beam.PCollection) bool {
+// why says, for the build-time log, which guarantee applies and why.
+func barrierApplies(st settings, col beam.PCollection) (applies bool, why string) {
 	if st.FinalizeCommit == FinalizeAlways {
-		return false
+		return false, "files are committed at bundle finalization (FinalizeCommit resolved to \"always\"), before any run-wide barrier could run"
 	}
 	bounded, known := isBounded(col)
-	if !known || !bounded {
-		return false
+	switch {
+	case !known:
+		return false, "this Beam release hides whether the input is bounded"
+	case !bounded:
+		return false, "the input is unbounded: a run has no end to wait for"
 	}
-	ws := col.WindowingStrategy()
-	return ws != nil && ws.Fn != nil && ws.Fn.Kind == window.GlobalWindows
+	return true, "the input is bounded"
+}
+
+// logGuarantee says, once per Write while the pipeline is built, how a
+// changed rerun into the folder is refused: by the run-wide barrier before
+// any file is committed, or file by file at commit.
+func logGuarantee(st settings, applies bool, why string) {
+	where := "s3://" + st.Bucket + "/" + ownkeys.Folder(st.Prefix)
+	if applies {
+		log.Infof(context.Background(), "s3once sink: %s: %s, so a rerun that would change a file is refused before any file is committed (run-wide barrier); FileResults come out in the global window, their window and pane as fields", where, why)
+		return
+	}
+	log.Infof(context.Background(), "s3once sink: %s: %s, so a rerun that would change a file is refused file by file at commit (If-None-Match): files committed before the refusal stay", where, why)
 }
 
 // withBarrier gathers every pending file of the run into one element, checks
 // them all (barrierFn) and passes them on only if every key is free or
-// already holds the file's bytes. The files go back to the global window
-// (with its default trigger, so that one pane holds them all), which they
-// are in already: the barrier is only used for global-window input.
+// already holds the file's bytes. The files move into the global window
+// (with its default trigger, so that one pane holds them all): every window
+// of bounded input ends, so the global window's one pane comes once the
+// whole writer stage is done, and it holds the files of every window. A
+// file's window and pane stay in its name and its FileResult (Window,
+// Pane), which is all the later stages read: the commit stage needs only
+// the token, and the completion markers group the results by their Window
+// field. From the barrier on, the files and their FileResults are in the
+// global window.
 func withBarrier(s beam.Scope, st settings, pending beam.PCollection) (beam.PCollection, error) {
 	s = s.Scope("Barrier")
 	global, err := beam.TryWindowInto(s, window.NewGlobalWindows(), pending)

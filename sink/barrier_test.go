@@ -3,15 +3,23 @@ package sink
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3test"
 )
 
@@ -79,8 +87,8 @@ func TestChangedRerunCommitsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a rerun with the same input: %v", err)
 	}
-	if got := m["barrier_kept"]; got != int64(len(before)) {
-		t.Errorf("the barrier kept %d files; want all %d", got, len(before))
+	if got, want := m["barrier_kept"], fileCount(before); got != want {
+		t.Errorf("the barrier kept %d files; want all %d", got, want)
 	}
 	if !maps.EqualFunc(before, relative(t, c, bucket, "out"), bytes.Equal) {
 		t.Error("a rerun with the same input changed the folder")
@@ -88,8 +96,9 @@ func TestChangedRerunCommitsNothing(t *testing.T) {
 	checkClean(t, c, bucket)
 }
 
-// TestBarrierApplies: the barrier is used for bounded input in the global
-// window unless files are committed at bundle finalization.
+// TestBarrierApplies: the barrier is used for bounded input, in the global
+// window or any other, unless files are committed at bundle finalization;
+// the reason given says which guarantee applies.
 func TestBarrierApplies(t *testing.T) {
 	st, err := testConfig("bucket-name", "out").settings()
 	if err != nil {
@@ -97,21 +106,218 @@ func TestBarrierApplies(t *testing.T) {
 	}
 	_, s := beam.NewPipelineWithRoot()
 	bounded := beam.CreateList(s, []string{"a"})
-	if !barrierApplies(st, bounded) {
-		t.Error("no barrier for bounded, global-window input")
+	if ok, why := barrierApplies(st, bounded); !ok || !strings.Contains(why, "bounded") {
+		t.Errorf("bounded, global-window input: %v, %q", ok, why)
 	}
-	windowed := beam.WindowInto(s, window.NewFixedWindows(60e9), bounded)
-	if barrierApplies(st, windowed) {
-		t.Error("a barrier for windowed input")
+	for name, ws := range map[string]*window.Fn{
+		"fixed":    window.NewFixedWindows(time.Minute),
+		"sliding":  window.NewSlidingWindows(time.Minute, 3*time.Minute),
+		"sessions": window.NewSessions(time.Minute),
+	} {
+		if ok, why := barrierApplies(st, beam.WindowInto(s, ws, bounded)); !ok {
+			t.Errorf("no barrier for bounded input in %s windows: %s", name, why)
+		}
 	}
 	always := st
 	always.FinalizeCommit = FinalizeAlways
-	if barrierApplies(always, bounded) {
-		t.Error("a barrier although files are committed at bundle finalization")
+	if ok, why := barrierApplies(always, bounded); ok || !strings.Contains(why, "bundle finalization") {
+		t.Errorf("a barrier although files are committed at bundle finalization: %v, %q", ok, why)
 	}
 	if b, known := isBounded(bounded); !known || !b {
 		t.Errorf("isBounded(CreateList) = %v, %v", b, known)
 	}
+	ts := teststream.NewConfig()
+	if err := ts.AddElements(0, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := barrierApplies(st, teststream.Create(s, ts)); ok || !strings.Contains(why, "unbounded") {
+		t.Errorf("a barrier for unbounded input: %v, %q", ok, why)
+	}
+}
+
+// windowedRun writes events in fixed one-minute windows to prefix on prism,
+// with a manifest marker per window, collecting the FileResults and the
+// window each arrives in.
+func windowedRun(t *testing.T, bucket, prefix string, in []event) (map[string]int64, error) {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	stamped := beam.ParDo(s, stampEvent, beam.CreateList(s, in))
+	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Minute), stamped)
+	cfg := testConfig(bucket, prefix)
+	cfg.Format = "jsonl"
+	cfg.Shards = 2
+	cfg.MaxFileRecords = 100
+	cfg.CheckpointBytes = MinCheckpointBytes
+	cfg.CompletionMarker = MarkerManifest
+	files := Write(s, windowed, cfg)
+	resetWindows(t)
+	beam.ParDo0(s, &windowOfFn{ID: t.Name()}, files)
+	pr, err := beam.Run(context.Background(), "prism", p)
+	return counters(pr), err
+}
+
+// minuteEvents makes n events over three minutes of event time; seed picks
+// their names.
+func minuteEvents(n int, seed uint64) []event {
+	base := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	r := rand.New(rand.NewPCG(seed, 5))
+	out := make([]event, n)
+	for i := range out {
+		out[i] = event{At: base + r.Int64N(3*60_000), Name: fmt.Sprintf("e%d-%06d", seed, i)}
+	}
+	return out
+}
+
+// TestChangedRerunCommitsNothingWindowed: the run-wide barrier holds for
+// bounded input in fixed windows too. A rerun whose input changed fails
+// before any file of any window is committed, writes no marker, and leaves
+// the folder byte for byte as the first run made it, with no upload or side
+// object behind; a rerun with the same input keeps every file. Under the
+// barrier the FileResults come out in the global window, each naming its
+// own window, and every window still gets its manifest, listing exactly the
+// window's files.
+func TestChangedRerunCommitsNothingWindowed(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	first := minuteEvents(1500, 1)
+	if _, err := windowedRun(t, bucket, "win", first); err != nil {
+		t.Fatal(err)
+	}
+	before := relative(t, c, bucket, "win")
+	files := map[string][]string{} // window -> its files
+	for k := range before {
+		if !ownkeys.IsFileName("", k) {
+			continue
+		}
+		w, _, ok := strings.Cut(k, "-pane-")
+		if !ok {
+			t.Fatalf("file %s names no pane", k)
+		}
+		files[w] = append(files[w], k)
+	}
+	if len(files) != 3 {
+		t.Fatalf("the first run wrote files in windows %v; want 3", slices.Sorted(maps.Keys(files)))
+	}
+	for w, ks := range files {
+		if len(ks) < 4 {
+			t.Errorf("window %s has %d files; want several", w, len(ks))
+		}
+		marker, ok := before[ownkeys.MarkerKey("", w, 0)]
+		if !ok {
+			t.Errorf("no marker for window %s", w)
+			continue
+		}
+		var listed []string
+		for _, line := range strings.Split(strings.TrimSpace(string(marker)), "\n") {
+			var r FileResult
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("marker of %s: %v", w, err)
+			}
+			listed = append(listed, strings.TrimPrefix(r.Key, "win/"))
+		}
+		slices.Sort(ks)
+		if !slices.Equal(listed, ks) {
+			t.Errorf("window %s: the marker lists %v, the files are %v", w, listed, ks)
+		}
+	}
+	wins := windowsSeen(t)
+	if len(wins) == 0 {
+		t.Fatal("no FileResult reached the pipeline")
+	}
+	for key, w := range wins {
+		if w != "global" {
+			t.Errorf("the FileResult of %s came out in window %s; want the global window", key, w)
+		}
+	}
+
+	// Other events, more of them: keys of the first run would get other
+	// bytes, in every window.
+	_, err := windowedRun(t, bucket, "win", minuteEvents(2500, 2))
+	if err == nil {
+		t.Fatal("a rerun with changed input succeeded")
+	}
+	for _, want := range []string{"other bytes", "nothing of this run was committed", "fresh Prefix"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the failure does not say %q: %v", want, err)
+		}
+	}
+	after := relative(t, c, bucket, "win")
+	if !maps.EqualFunc(before, after, bytes.Equal) {
+		var changed []string
+		for k, v := range after {
+			if b, ok := before[k]; !ok || !bytes.Equal(b, v) {
+				changed = append(changed, k)
+			}
+		}
+		slices.Sort(changed)
+		t.Errorf("the folder changed: %d objects before, %d after; new or changed: %v", len(before), len(after), changed)
+	}
+	if ups := s3test.Uploads(t, c, bucket); len(ups) > 0 {
+		t.Errorf("%d uploads left open: %v", len(ups), ups)
+	}
+	checkClean(t, c, bucket)
+
+	m, err := windowedRun(t, bucket, "win", first)
+	if err != nil {
+		t.Fatalf("a rerun with the same input: %v", err)
+	}
+	if got, want := m["barrier_kept"], fileCount(before); got != want {
+		t.Errorf("the barrier kept %d files; want all %d", got, want)
+	}
+	if !maps.EqualFunc(before, relative(t, c, bucket, "win"), bytes.Equal) {
+		t.Error("a rerun with the same input changed the folder")
+	}
+	checkClean(t, c, bucket)
+}
+
+// fileCount counts the output files among a folder's objects (keys
+// relative to the folder), leaving out markers beside them.
+func fileCount(objs map[string][]byte) int64 {
+	n := int64(0)
+	for k := range objs {
+		if ownkeys.IsFileName("", k) {
+			n++
+		}
+	}
+	return n
+}
+
+func init() {
+	register.DoFn2x0[beam.Window, FileResult](&windowOfFn{})
+}
+
+// windowOfFn records the window each FileResult arrives in, by test name
+// and key ("global" or the window's bounds).
+type windowOfFn struct{ ID string }
+
+var (
+	windowsMu sync.Mutex
+	windows   = map[string]map[string]string{}
+)
+
+func (f *windowOfFn) ProcessElement(w beam.Window, r FileResult) {
+	name, err := windowName(w)
+	if err != nil {
+		name = err.Error()
+	}
+	windowsMu.Lock()
+	defer windowsMu.Unlock()
+	if windows[f.ID] == nil {
+		windows[f.ID] = map[string]string{}
+	}
+	windows[f.ID][r.Key] = name
+}
+
+func resetWindows(t *testing.T) {
+	windowsMu.Lock()
+	defer windowsMu.Unlock()
+	delete(windows, t.Name())
+}
+
+func windowsSeen(t *testing.T) map[string]string {
+	windowsMu.Lock()
+	defer windowsMu.Unlock()
+	return maps.Clone(windows[t.Name()])
 }
 
 // TestTwoSinksOnOneFolderRefused: two Writes of one pipeline whose folders

@@ -11,8 +11,11 @@
 //	})
 //
 // Write returns a PCollection<FileResult> with one element per committed file,
-// in the window its records came from, so a pipeline can go on from there
-// (record the files in a catalog, notify a consumer, ...).
+// so a pipeline can go on from there (record the files in a catalog, notify a
+// consumer, ...). A FileResult is in the window its records came from, except
+// where the run-wide barrier applies (bounded input: see "Reruns" below),
+// which puts every FileResult in the global window; its Window and Pane
+// fields always name the file's window and pane.
 //
 // # What happens to the records
 //
@@ -53,33 +56,58 @@
 //
 // # Reruns: one barrier before any commit
 //
-// For bounded input in the global window, Write puts a barrier between the
-// writer and the commit stage: a GroupByKey on one key gathers the commit
-// tokens of every file of the run, and the barrier looks at every file's key
-// (HEAD, and a read-back where the server keeps no full-object CRC64NVME)
-// before any file is committed. If each key is free or already holds the
-// file's bytes, the files go on to the commit stage (those found in place
-// are "kept from an earlier run": the barrier_kept metric). If any key holds
-// other bytes, the run's input or byte-affecting settings differ from the
-// run that wrote the folder: the barrier commits nothing, aborts every upload
-// of the run (its own, never completed), deletes their side objects, and
-// fails with committer.ErrKeyTaken, so the folder stays exactly as the
-// earlier run left it. The advice is a fresh Prefix when the input or the
-// settings change.
+// For bounded input, in the global window or any other, Write puts a barrier
+// between the writer and the commit stage: a GroupByKey on one key gathers
+// the commit tokens of every file of the run, and the barrier looks at every
+// file's key (HEAD, and a read-back where the server keeps no full-object
+// CRC64NVME) before any file is committed. If each key is free or already
+// holds the file's bytes, the files go on to the commit stage (those found
+// in place are "kept from an earlier run": the barrier_kept metric). If any
+// key holds other bytes, the run's input or byte-affecting settings differ
+// from the run that wrote the folder: the barrier commits nothing, aborts
+// every upload of the run (its own, never completed), deletes their side
+// objects, and fails with committer.ErrKeyTaken, so the folder stays exactly
+// as the earlier run left it. The advice is a fresh Prefix when the input or
+// the settings change.
+//
+// Windowed bounded input goes through the same one barrier. The tokens move
+// into the global window before the GroupByKey: every window of bounded
+// input ends, so the global window's single pane fires once the whole writer
+// stage is done, and holds the files of every window. A barrier per window
+// would not do: an early window's files would be committed before a later
+// window's keys were looked at. Nothing after the barrier needs the Beam
+// window: a file's window and pane are in its name and in its FileResult
+// (Window, Pane), the commit stage reads only the token, and the completion
+// markers group the results by their Window field. The price is that, from
+// the barrier on, the files and their FileResults are in the global window
+// (with the global window's end as timestamp). Putting them back into their
+// windows was set aside: they reach that point only after the watermark has
+// passed every window, so a GroupByKey downstream (the markers', or the
+// user's) would drop them as late data. Waiting on the barrier through a
+// side input instead, with the tokens left in their windows, was set aside
+// too: a runner may run a stage before a global-window side input is
+// complete (prism does, going by watermarks alone), which would commit files
+// the barrier has not seen. A pipeline that groups FileResults by window
+// keys them on the Window field.
 //
 // The barrier costs one HEAD per file (16 at a time) on one worker, which
 // also holds every token of the run (each well under 1 KiB), and a stage
 // that waits for the whole writer stage to end; BENCHMARKS.md measures it.
-// It does not apply where it cannot hold:
+// It cannot hold where the run has no end, or where commits come first:
 //
+//   - Unbounded input: there is no end of the run to wait for, and a
+//     window's files are committed as the window closes.
 //   - FinalizeCommit "always" (and "auto" on Dataflow) commits files at
-//     bundle finalization, before any barrier could run: a changed rerun is
-//     then refused file by file, by the commit, after some files may have
-//     been committed.
-//   - Windowed input: Beam Go can gather the run's files only by moving them
-//     out of their windows, and FileResults are emitted in their windows; a
-//     barrier per window is no barrier for the run. Such runs, and unbounded
-//     input, are refused file by file at commit.
+//     bundle finalization, before any barrier could run.
+//
+// There a changed rerun is refused file by file: every commit is
+// conditional (If-None-Match) and verified (size and CRC64NVME), so no
+// file is ever replaced, and the first key that holds other bytes fails the
+// run with committer.ErrKeyTaken. Files committed before that stay, so the
+// folder may then hold files of both runs. Which guarantee a Write has is
+// logged at INFO while the pipeline is built, once per Write ("refused
+// before any file is committed (run-wide barrier)", or "refused file by
+// file at commit"), with the reason.
 //
 // Which pipeline a Write belongs to and whether its input is bounded are
 // read from Beam's unexported fields (beam.Scope's graph, beam.PCollection's
@@ -446,7 +474,10 @@
 // With Config.CompletionMarker, a last stage groups the committed files'
 // FileResults by window; the grouping fires when the watermark passes the
 // window, after every file of it went through the commit stage, and writes
-// the window's marker: "_SUCCESS" under Prefix for the global window (a
+// the window's marker (under the run-wide barrier, the results are all in
+// the global window, grouped by their Window field: every window's marker is
+// written once the whole run is committed, as pane 0, and lists the files of
+// all the window's panes): "_SUCCESS" under Prefix for the global window (a
 // bounded run), "_SUCCESS-<window>" for others, "-pane-<n>" added for a
 // later pane (ownkeys.MarkerKey). MarkerSuccess writes it empty;
 // MarkerManifest lists the window's files, each once (a FileResult may

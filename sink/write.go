@@ -35,7 +35,10 @@ func init() {
 }
 
 // Write writes the elements of col to S3, exactly once, and returns a
-// PCollection<FileResult> with one element per committed file. It panics if
+// PCollection<FileResult> with one element per committed file, in the window
+// its records came from; where the run-wide barrier applies (bounded input,
+// no commit at bundle finalization: see the package docs, "Reruns"), in the
+// global window, with the window and pane as fields. It panics if
 // the configuration or the input is not valid, with TryWrite's message, the
 // way beam.ParDo and the other construction functions of Beam do.
 func Write(s beam.Scope, col beam.PCollection, cfg Config) beam.PCollection {
@@ -112,7 +115,9 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	if barrierApplies(st, col) {
+	applies, why := barrierApplies(st, col)
+	logGuarantee(st, applies, why) // barrier.go
+	if applies {
 		if pending, err = withBarrier(s, st.forCommit(), pending); err != nil {
 			return beam.PCollection{}, err
 		}
