@@ -96,8 +96,11 @@ bench-scale: $(VERSITYGW)
 
 # Start a local S3 server (data in .s3data/), run the batch example through
 # sink.Write on the embedded runner, print the summary, stop the server.
+# FORMAT=parquet writes Parquet files instead of gzip JSON Lines (under
+# corpus-parquet/) and reads them back.
+FORMAT ?= jsonl
 run: $(VERSITYGW)
-	$(GO) run ./cmd/s3once-run
+	$(GO) run ./cmd/s3once-run -format $(FORMAT)
 
 # The integration crash loops, 100 times over (make test runs 5).
 SOAK_LOOPS ?= 100

@@ -4,6 +4,11 @@
 // through sink.Write, prints the summary and how to look at the files, and
 // stops the server it started, also on Ctrl-C or a failure.
 //
+// The files are gzip JSON Lines under corpus/, or with -format parquet (make
+// run FORMAT=parquet) Parquet files under corpus-parquet/, which the summary
+// then reads back: every file's footer must hold the records the sink
+// committed, and all of them the documents generated.
+//
 // Running it again writes the same files, byte for byte: the sink finds them
 // committed and keeps them (the summary says how many were committed
 // earlier). Change --records or --seed together with --prefix, since a key
@@ -41,7 +46,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.data, "data", "", "data folder of the S3 server (default: .s3data at the repository root)")
 	flag.StringVar(&o.bucket, "bucket", "demo", "bucket to write to (created if missing)")
-	flag.StringVar(&o.prefix, "prefix", "corpus", "key prefix of the files")
+	flag.StringVar(&o.prefix, "prefix", "", "key prefix of the files (default: corpus, or corpus-parquet with -format parquet)")
+	flag.StringVar(&o.format, "format", "jsonl", "file format: jsonl (gzip JSON Lines) or parquet (snappy pages)")
 	flag.IntVar(&o.records, "records", 100_000, "documents to generate")
 	flag.Uint64Var(&o.seed, "seed", 1, "corpus seed")
 	flag.BoolVar(&o.verbose, "verbose", false, "show the runner's logs")
@@ -52,6 +58,7 @@ func main() {
 
 type options struct {
 	data, bucket, prefix string
+	format               string // "jsonl" (also when empty) or "parquet"
 	records              int
 	seed                 uint64
 	verbose              bool
@@ -69,6 +76,20 @@ func run(o options, out, errOut io.Writer) int {
 	}
 	if o.data == "" {
 		o.data = filepath.Join(root, ".s3data")
+	}
+	parquet := false
+	switch o.format {
+	case "", "jsonl":
+	case "parquet":
+		parquet = true
+	default:
+		return fail("-format %q: jsonl or parquet", o.format)
+	}
+	if o.prefix == "" {
+		o.prefix = "corpus"
+		if parquet {
+			o.prefix = "corpus-parquet"
+		}
 	}
 
 	// The server is stopped by its PID on every way out: a return, Ctrl-C
@@ -107,6 +128,14 @@ func run(o options, out, errOut io.Writer) int {
 		AccessKeyID: s3server.AccessKey, SecretAccessKey: s3server.SecretKey,
 		Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
 	}
+	what := "gzip JSON Lines"
+	if parquet {
+		// Row groups of 4 MiB of records, so that the files show several,
+		// each crossing checkpoints (every 2 MiB).
+		cfg.Format, cfg.Compression = "parquet", ""
+		cfg.Parquet = sink.ParquetOptions{RowGroupBytes: 4 << 20}
+		what = "Parquet"
+	}
 	fmt.Fprintf(out, "preflight of s3://%s/%s/ ... ", o.bucket, o.prefix)
 	if err := sink.Preflight(ctx, cfg); err != nil {
 		fmt.Fprintln(out)
@@ -120,7 +149,7 @@ func run(o options, out, errOut io.Writer) int {
 		return fail("build the pipeline: %v", err)
 	}
 	runID := app.Collect(s, results)
-	fmt.Fprintf(out, "writing %s generated documents as gzip JSON Lines with sink.Write on the embedded prism runner\n", app.Thousands(int64(o.records)))
+	fmt.Fprintf(out, "writing %s generated documents as %s with sink.Write on the embedded prism runner\n", app.Thousands(int64(o.records)), what)
 	prog := startProgress(ctx, out, client, o.bucket, o.prefix)
 	res, err := app.Run(ctx, p, runID)
 	prog.stop()
@@ -140,7 +169,14 @@ func run(o options, out, errOut io.Writer) int {
 	if err := sum.Write(out); err != nil {
 		return fail("%v", err)
 	}
-	showFiles(out, rel, o.bucket, res.Results)
+	if parquet {
+		if err := checkParquet(ctx, out, client, o.bucket, res.Results, int64(o.records)); err != nil {
+			return fail("%v", err)
+		}
+		showParquetFiles(out, rel, o.bucket, res.Results)
+	} else {
+		showFiles(out, rel, o.bucket, res.Results)
+	}
 	fmt.Fprintf(out, "\nstopping the S3 server (pid %d); the files stay in %s/ (make clean removes them)\n", srv.PID(), rel)
 	return 0
 }
