@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -9,37 +10,86 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
-const inspectUsage = `Usage: s3once inspect [--base64 TOKEN | FILE | -]
+const inspectUsage = `Usage:
+  s3once inspect [--base64 TOKEN | FILE | -]
+  s3once inspect --bucket B --key K [--upload-id U] [--staging-prefix P]
+                 [--prefix P] [--older-than AGE] [--json] [client flags]
 
-Decodes a resume token or a commit token, as the s3once coder writes them
-into checkpoints, and prints it as JSON on stdout. The kind is detected.
+With a token: decodes a resume token or a commit token, as the s3once coder
+writes them into checkpoints, and prints it as JSON on stdout. The kind is
+detected. The token is read from FILE, from stdin with '-' (or when no
+argument is given), or from the --base64 flag. A file or stdin may hold the
+raw bytes or their base64 text. The JSON gives the upload (bucket, key,
+upload_id), the file's size and CRC64NVME (hex, and base64 as S3 prints
+ChecksumCRC64NVME, so it can be compared with 'aws s3api head-object
+--checksum-mode ENABLED'), the parts summary, the tail and where the
+upload's side objects live.
 
-The token is read from FILE, from stdin with '-' (or when no argument is
-given), or from the --base64 flag. A file or stdin may hold the raw bytes or
-their base64 text.
+With --bucket and --key: describes what the bucket holds for that key, for
+an operator who has a key (from a log line, an error or a listing) and no
+token. It reports the object at the key (size, ETag, checksum type and
+CRC64NVME when the server gives them), every open multipart upload of
+exactly that key (or only --upload-id) with its parts (sizes, ETags, part
+checksums), each upload's side objects under --staging-prefix (the latest
+tail marked), and what s3once would do: "committed" (an object is at the
+key; any upload of it is a left-over), "open" (resumable from a token that
+names it), or "left-over" (initiated more than --older-than ago: the sweep
+would abort it), with the sweep command that removes left-overs. It only
+reads: nothing in the bucket changes. Ages use this machine's clock.
 
-The JSON gives the upload (bucket, key, upload_id), the file's size and
-CRC64NVME (hex, and base64 as S3 prints ChecksumCRC64NVME, so it can be
-compared with 'aws s3api head-object --checksum-mode ENABLED'), the parts
-summary, the tail and where the upload's side objects live.
-
-Exit codes: 0 decoded, 1 not a valid token (or unreadable), 2 usage error.
+Exit codes: 0 decoded or described, 1 not a valid token (or unreadable), or
+an S3 call failed, 2 usage error.
 `
 
 // maxTokenInput bounds what inspect reads: tokens are small (an inline tail
 // is at most 64 KiB), so anything much larger is not one.
 const maxTokenInput = 4 << 20
 
-func inspectCmd(e env, args []string) error {
+func inspectCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet("inspect", inspectUsage)
-	b64 := fs.String("base64", "", "the token as base64 text (standard or URL alphabet)")
+	var (
+		b64       = fs.String("base64", "", "the token as base64 text (standard or URL alphabet)")
+		bucket    = fs.String("bucket", "", "describe a key of this bucket instead of a token")
+		key       = fs.String("key", "", "the key to describe (with --bucket)")
+		uploadID  = fs.String("upload-id", "", "describe only this upload of the key")
+		staging   = fs.String("staging-prefix", s3call.DefaultStagingPrefix, "prefix of the side objects")
+		prefix    = fs.String("prefix", "", "the sink's output prefix, for the sweep command (default: the key's folder)")
+		asJSON    = fs.Bool("json", false, "print the description as JSON")
+		olderThan = age{d: 7 * 24 * time.Hour}
+		cf        clientFlags
+	)
+	fs.Var(&olderThan, "older-than", "the sweep's cutoff: uploads initiated longer ago are left-overs (a duration, 36h, or days, 7d)")
+	cf.register(fs)
 	if err := parse(fs, args, e.stdout); err != nil {
 		return err
+	}
+	if *bucket != "" || *key != "" {
+		switch {
+		case *bucket == "" || *key == "":
+			return usagef("--bucket and --key go together")
+		case *b64 != "" || fs.NArg() > 0:
+			return usagef("give either a token or --bucket and --key, not both")
+		}
+		client, err := cf.client(ctx)
+		if err != nil {
+			return err
+		}
+		rep, err := inspectKey(ctx, client, *bucket, *key, *uploadID, *staging, *prefix, olderThan.d, time.Now())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, rep)
+		}
+		printKeyReport(e.stdout, rep)
+		return nil
 	}
 	var raw []byte
 	switch {

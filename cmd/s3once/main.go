@@ -2,11 +2,14 @@
 //
 //	s3once sweep   --bucket B --prefix P --older-than AGE [--dry-run] ...
 //	s3once inspect [--base64 TOKEN | FILE | -]
+//	s3once inspect --bucket B --key K [--upload-id U] [--json] ...
 //
 // sweep aborts the multipart uploads and deletes the side objects that crashed
 // or abandoned writers left behind, judging ages by the server's clock.
 // inspect decodes a resume or commit token (as kept in a checkpoint) and prints
-// it as JSON.
+// it as JSON; with --bucket and --key it describes, reading only, what the
+// bucket holds for one key: the object, the key's open uploads with their
+// parts and side objects, and what s3once would do with each.
 //
 // Credentials and region come from the standard AWS chain (environment,
 // shared config and credentials files, SSO, instance roles); --endpoint and
@@ -62,11 +65,13 @@ const mainUsage = `s3once: the operator's tool for s3once exactly-once S3 sinks.
 Usage:
   s3once sweep   --bucket B --prefix P --older-than AGE [--dry-run] [flags]
   s3once inspect [--base64 TOKEN | FILE | -]
+  s3once inspect --bucket B --key K [--upload-id U] [--json] [flags]
   s3once help [command]
 
 Commands:
   sweep    abort stale multipart uploads and delete stale side objects
-  inspect  decode a resume or commit token and print it as JSON
+  inspect  decode a resume or commit token and print it as JSON, or describe
+           a key's object, open uploads and side objects (read only)
 
 Credentials and region come from the standard AWS chain (AWS_PROFILE,
 AWS_REGION, ~/.aws/config, SSO, instance roles, ...).
@@ -86,7 +91,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "sweep":
 		err = sweepCmd(ctx, e, rest)
 	case "inspect":
-		err = inspectCmd(e, rest)
+		err = inspectCmd(ctx, e, rest)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && rest[0] != "help" {
 			return run(ctx, []string{rest[0], "--help"}, stdin, stdout, stderr)
