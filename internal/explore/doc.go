@@ -132,18 +132,51 @@
 // preemption), then a crash after each completion and abort in the default
 // order (4); TestExploreSweepBetween, a sweep at every quiescent point,
 // with a crash after each side-object or probe PUT and completion (6); the
-// default schedule and the four mutants' searches (about 20). A schedule
-// of the one-file workload costs about 0.2 s of CPU without -race and
-// 1 to 2 s with it, one of the two-file workload about four times that.
-// Measured with -race on 2 cores under a load average of 22 to 30 from
-// other work: with two busy loops added, the package had not finished
-// after 10 minutes (31 s of user CPU in that time); without them,
-// TestExploreIssue (19 schedules) took 16 min 49 s of wall time,
-// TestExploreSweepBetween (6) 80 s, and those 26 schedules with the
-// default one 164 s of CPU, about 6 s per two-file schedule. The whole
-// package needs some 5 minutes of CPU with -race: the 2-minute target is
-// not met with these bounds; TestExploreQuick's 58 schedules are the part
-// to cut first.
+// default schedule and the four mutants' searches (about 20).
+//
+// # What a schedule costs
+//
+// A schedule moves some 16 MiB per file written through the real stream,
+// and under -race every byte copied is checked by the race detector, which
+// costs more when the memory is fresh. So the files are made once per
+// process and shared (their CRCs, taken when made, are checked after every
+// schedule: nothing may write them); the Fake keeps a completed upload's
+// parts as they are instead of copying them into one buffer, and computes
+// full-object checksums over the parts; the checks compare the files where
+// the Fake holds them (s3mem's Stored) instead of reading 16 MiB back
+// through a client; and after each schedule the Fake gives its body buffers
+// to the next schedule's (Release), so parts are read into memory that was
+// used before. With -race, a schedule of the one-file workload costs about
+// 0.35 s of CPU and one of the two-file workload about 1 s (from about 1.5
+// and 6 s before); without -race, 0.1 and 0.25 s.
+//
+// Where the rest goes (perf, TestExploreQuick with -race): the stream's
+// copy of the written bytes into its part buffers, a third of the samples
+// (each attempt's Writer allocates its buffers afresh, and fresh memory is
+// what the race detector makes dear; a buffer source shared by the
+// attempts' Writers would save most of it, but that is recoverable's); the
+// Fake's read of each request body, a fifth (one copy is needed: the
+// writer reuses its buffers); the MD5s of the parts' ETags, a tenth; the
+// stream's read of tails on recovery, 5%; the SDK's own work per request,
+// little.
+//
+// Measured with -race on 2 cores beside two busy loops and other work
+// (load average 14 to 23): the package took 52.5 s of CPU (37.2 s user,
+// 15.3 s system; it had taken some 5 minutes), in 400 s of wall time, as
+// it got about an eighth of one core. Beside the two loops alone it would
+// get about one core, so some 60 s (an estimate: the machine was never that
+// quiet while measuring). Without -race: 14 s of CPU, 18 s of wall time
+// under a load average of 12.
+//
+// The issue's preemption bound of 2 (with two departures) in make test does
+// not fit 2 minutes: without -race it counts 143 schedules of the two-file
+// workload (139 orders, 117 preempting, and the 4 crashes), 115 of the
+// duplicate commit (111 preempting), 84 for TestExploreQuick and 8 for the
+// 409s, some 375 with the rest, 34 s of CPU; with -race TestExploreQuick
+// alone took 29.8 s of CPU at that bound (84 schedules), and the package
+// would need some 230 s, the two-file orders 140 of them. So make test
+// keeps preemption 1 and one departure, the largest bound that fits; make
+// explore runs preemption 2.
 //
 // make explore (S3ONCE_EXPLORE=wide; at most two faults per schedule):
 // TestExploreTwoFaults, one file, default order, a first fault of each of
