@@ -40,9 +40,15 @@ const (
 	MaxMaxBatchBytes = 2 << 30
 	// MinMaxFileBytes is the smallest Config.MaxFileBytes accepted.
 	MinMaxFileBytes = 1 << 10
-	// DefaultCheckpointBytes is the default spacing of checkpoints, in bytes of
-	// records written.
-	DefaultCheckpointBytes = 16 << 20
+	// DefaultCheckpointBytes is the default cap on the spacing of checkpoints,
+	// in bytes of records written: as large as a default batch, so that by
+	// default time decides (DefaultCheckpointInterval) and a batch written
+	// within it never checkpoints.
+	DefaultCheckpointBytes = 64 << 20
+	// DefaultCheckpointInterval is the default spacing of checkpoints in
+	// time: a batch written in less never self-checkpoints, so its element
+	// does not go back through the runner.
+	DefaultCheckpointInterval = 5 * time.Second
 	// MinCheckpointBytes is the smallest Config.CheckpointBytes accepted.
 	MinCheckpointBytes = 1 << 10
 	// DefaultResumeDelay is how long the writer asks the runner to wait
@@ -209,17 +215,23 @@ type Config struct {
 	// no limit.
 	MaxFileRecords int64
 
-	// CheckpointBytes is how far the writer gets, in record bytes, between
+	// CheckpointBytes caps how far the writer gets, in record bytes, between
 	// two checkpoints: at each, it makes the open file durable and hands the
 	// rest of its work back to the runner (a self-checkpoint), so a failure
-	// redoes at most this much. Compressed files also restart their gzip
-	// member or zstd frame every min(CheckpointBytes, 1 MiB) of records,
-	// whether or not a checkpoint is taken there. Default 16 MiB, at least
-	// 1 KiB.
+	// redoes at most this much (or CheckpointInterval's worth). Each
+	// checkpoint sends the rest of the batch back through the runner, so
+	// fewer are cheaper. Compressed files also restart their gzip member or
+	// zstd frame every min(CheckpointBytes, 1 MiB) of records, whether or not
+	// a checkpoint is taken there: that spacing, not where checkpoints fall,
+	// is what CheckpointBytes changes in a file's bytes (none at 1 MiB or
+	// more). Default 64 MiB (DefaultMaxBatchBytes: a default batch is never
+	// cut by bytes), at least 1 KiB.
 	CheckpointBytes int64
-	// CheckpointInterval, when positive, also checkpoints once this much
-	// time has passed since the last checkpoint, at the next point where a
-	// compressed member ends (see CheckpointBytes). Zero: bytes alone decide.
+	// CheckpointInterval also checkpoints once this much time has passed
+	// since the writer started on the element, at the next sync point (every
+	// min(CheckpointBytes, 1 MiB) of records, see CheckpointBytes). Default
+	// DefaultCheckpointInterval (5 s); negative: bytes alone decide. Where
+	// checkpoints fall never changes a file's bytes.
 	CheckpointInterval time.Duration
 	// ResumeDelay is the delay the writer asks for when it checkpoints.
 	// Default DefaultResumeDelay.
@@ -396,8 +408,8 @@ func (c Config) settings() (settings, error) {
 	if s.CheckpointBytes < MinCheckpointBytes {
 		bad("CheckpointBytes %d is too small: at least %d bytes", s.CheckpointBytes, MinCheckpointBytes)
 	}
-	if s.CheckpointInterval < 0 {
-		bad("CheckpointInterval %v must not be negative", s.CheckpointInterval)
+	if s.CheckpointInterval == 0 {
+		s.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if s.ResumeDelay == 0 {
 		s.ResumeDelay = DefaultResumeDelay

@@ -45,7 +45,11 @@
 // loudly with committer.ErrKeyTaken instead of leaving two versions (see
 // "Reruns" below for when that happens before anything is committed). Bytes
 // depend on Format, Compression, Shards, MaxFileBytes, MaxFileRecords and, for
-// compressed files below 1 MiB, CheckpointBytes; compressed bytes may also
+// compressed files below 1 MiB, CheckpointBytes (the spacing of sync points,
+// min(CheckpointBytes, 1 MiB)); not on CheckpointInterval, nor on where
+// checkpoints fall, which only choose among the sync points (the defaults
+// changed from 16 MiB by bytes to 5 s by time with a 64 MiB cap without
+// changing a byte: both caps are above 1 MiB); compressed bytes may also
 // change with the version of the compression library, so keep versions fixed
 // between a run and its reruns.
 //
@@ -143,8 +147,9 @@
 // 1 MiB) of records within a file is a sync point, and so is every file end:
 // compressed files end a gzip member or zstd frame there, so a file is a
 // concatenation of complete members whether or not a checkpoint happened. At a
-// sync point, once CheckpointBytes of records (or CheckpointInterval) have gone
-// by since the writer started on the element, it persists the open file,
+// sync point, once CheckpointInterval (default 5 s) or CheckpointBytes of
+// records (default 64 MiB, a cap) have gone by since the writer started on
+// the element, it persists the open file,
 // arms its restriction tracker with the residual (the remaining records and
 // the token) and returns sdf.ResumeProcessingIn: the runner's TrySplit(0)
 // takes the residual, checkpoints it, and resumes it later, maybe on another
