@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/ownkeys"
 )
 
 // progress shows, while the pipeline runs, what the bucket holds: the files
@@ -80,6 +81,9 @@ func snapshot(ctx context.Context, c *s3.Client, bucket, prefix string) string {
 			break
 		}
 		for _, o := range out.Contents {
+			if ownkeys.IsSettingsAnywhere(aws.ToString(o.Key)) {
+				continue // the folder's settings marker, not a file
+			}
 			files++
 			bytes += aws.ToInt64(o.Size)
 		}

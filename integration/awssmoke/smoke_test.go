@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3req"
 	"github.com/s3once/s3once/recoverable"
 	"github.com/s3once/s3once/sink"
@@ -251,7 +252,7 @@ func objects(t *testing.T, c *s3.Client, bucket, prefix string) map[string][]byt
 		}
 		for _, o := range page.Contents {
 			k := aws.ToString(o.Key)
-			if strings.Contains(k, "/.s3once/") {
+			if strings.Contains(k, "/.s3once/") || ownkeys.IsSettingsAnywhere(k) {
 				continue
 			}
 			g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})

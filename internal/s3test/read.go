@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3once/s3once/internal/ownkeys"
 )
 
 // Getter reads objects; *s3.Client is one.
@@ -55,11 +57,17 @@ func Object(t testing.TB, c Getter, bucket, key string) []byte {
 	return b
 }
 
-// Objects reads every object under prefix, by key.
+// Objects reads every object under prefix, by key: the output's files and
+// completion markers, but not the folders' settings markers
+// (<prefix>/_s3once_settings), which describe the files and are no output;
+// Keys lists those, and Object reads one.
 func Objects(t testing.TB, c Reader, bucket, prefix string) map[string][]byte {
 	t.Helper()
 	m := map[string][]byte{}
 	for _, k := range Keys(t, c, bucket, prefix) {
+		if ownkeys.IsSettingsAnywhere(k) {
+			continue
+		}
 		m[k] = Object(t, c, bucket, k)
 	}
 	return m
