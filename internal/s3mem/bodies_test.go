@@ -3,6 +3,8 @@ package s3mem_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,5 +61,29 @@ func TestStoredAndRelease(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(out.Body); err != nil || !bytes.Equal(buf.Bytes(), data(53, 3*mib)) {
 		t.Fatalf("the next Fake's single object: %d bytes, %v", buf.Len(), err)
+	}
+}
+
+// TestETagsOfRepeatedBodies: every ETag is the MD5 of the bytes received,
+// in a Fake whose body buffers come from a released one too: the same bytes
+// again, other bytes of the same length, the same bytes with one changed.
+func TestETagsOfRepeatedBodies(t *testing.T) {
+	base := data(9, 5*mib)
+	changed := append([]byte(nil), base...)
+	changed[len(changed)/2] ^= 1
+	for round := range 2 {
+		f := s3mem.New(s3mem.Options{})
+		bucket := f.Bucket()
+		c := f.NewClient(s3mem.ClientOptions{})
+		for i, body := range [][]byte{base, data(10, 5*mib), changed, base} {
+			out, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(fmt.Sprintf("k%d", i)), Body: bytes.NewReader(body)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf(`"%x"`, md5.Sum(body)); aws.ToString(out.ETag) != want {
+				t.Fatalf("round %d, body %d: ETag %s, want %s", round, i, aws.ToString(out.ETag), want)
+			}
+		}
+		f.Release()
 	}
 }
