@@ -110,7 +110,8 @@
 //	  go test -count=1 -run '^TestReplay$' -v ./internal/explore/
 //
 // with S3ONCE_REPLAY_BUG=<bug> for a mutant. A schedule is a function of
-// its plan: the same plan gives the same releases every run.
+// its plan: the same plan gives the same releases every run, except after
+// a completion that shows late, whose polls vary (see make explore below).
 //
 // # Bounds
 //
@@ -193,14 +194,25 @@
 // then a crash after applying at every release of the quick bounds'
 // orders; TestExploreSweepBetween, every fate at every release with sweeps
 // between steps, and the two-file workload with a crash after applying at
-// every release. Measured once (no -race; 2 cores with a load average of
-// 21 to 34 from other work): the run did not end within 20 minutes and was
-// stopped after 27 min (237 s user + 54 s system CPU), with
-// TestExploreIssue done (139 orders + 143 two-fault schedules, 8 min 46 s)
-// and TestExploreSweepBetween done (154 + 56 schedules, 2 min 34 s): 492
-// schedules, none with a violation. TestExploreTwoFaults had run 15 min
-// without finishing; the other three had not started, and their counts
-// are not measured.
+// every release. Measured once after the speed-up (no -race; 2 cores with
+// a load average of 14 to 23 from other work): the run took 582 s of wall
+// time (202 s user + 17 s system CPU; it had not ended in 27 min before).
+// TestExploreIssue: 139 orders (117 preempting) and 143 two-crash
+// schedules, 99 s; TestExploreSweepBetween: 154 + 56, 78 s;
+// TestExploreQuick: 429, 47 s; TestExploreConflictOnComplete: 56, 3 s;
+// TestExploreDuplicateCommit: 115 orders (111 preempting) and 292 with a
+// crash, 42 s: 1,384 schedules, none with a violation.
+// TestExploreTwoFaults failed after 308 s, its count unprinted: its
+// schedule step13-crash-lagged makes 41, 42 or 43 releases from run to run
+// (the same on the code before the speed-up), so the plan
+// step13-crash-lagged+step42-crash-before-send that the enumeration derived
+// from it did not fit. The cause is outside this package: after a
+// completion whose object shows a minute late, CommitAfterRecovery polls
+// HeadObject with s3call.Policy's backoff, jittered by math/rand/v2's
+// global source, so the number of polls in that minute of fake time varies.
+// Schedules that wait out a lag are therefore not a function of their plan
+// until that jitter can be made deterministic in tests (a seam in
+// internal/s3call).
 //
 // Not explored: more than two faults per schedule; two faults crossed with
 // orders other than the default; orders beyond two departures from the
