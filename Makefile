@@ -84,9 +84,11 @@ bench-quick: $(VERSITYGW) $(BENCHSTAT)
 # The scale curve: pipeline time and the sink's own live heap at 1e5, 1e6
 # and 1e7 records and 1, 4 and 16 shards, and the stream's time per GiB and
 # peak heap from 64 MiB to 4 GiB; a table (scale.md) and a plot (scale.svg)
-# in bench-out/. SCALE_GRID=full is that grid, 3 rounds, about an hour on 2
-# quiet cores; SCALE_GRID=small (the default) stops at 1e6 records and 1 GiB,
-# about 10 minutes.
+# in bench-out/. SCALE_GRID=small (the default) stops at 1e6 records and
+# 1 GiB: 3 rounds, a few minutes on 2 quiet cores (one round took 9 minutes
+# under a load average of 14). SCALE_GRID=full is the whole grid, 3 rounds:
+# the 1e7-record cells dominate (about ten times a 1e6 cell each), an
+# estimated 15-20 minutes on quiet cores, hours under load.
 SCALE_GRID ?= small
 bench-scale: $(VERSITYGW)
 	mkdir -p $(BENCH_OUT)
