@@ -331,7 +331,7 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 			c.opts.Logger.WarnContext(ctx, "s3once: upload gone and nothing at the key yet; waiting for a completion in flight elsewhere to land",
 				"bucket", cr.Bucket, "key", cr.Key, "upload", cr.UploadID, "waited", now.Sub(start).Round(time.Second), "settle_timeout", c.opts.SettleTimeout)
 		}
-		if err := c.sleepUntil(ctx, now.Add(min(c.backoff(n), deadline.Sub(now)))); err != nil {
+		if err := c.sleepUntil(ctx, now.Add(min(c.backoff(ctx, n), deadline.Sub(now)))); err != nil {
 			return res, fail(op, cr, fmt.Errorf("waiting for the key to settle after the upload was found gone: %w", err), "")
 		}
 	}

@@ -34,11 +34,13 @@ func (c *Committer) policy() s3call.Policy {
 
 // backoff returns the wait before attempt n+1 (n counts from 1): a random time
 // in [d/2, d] where d = min(max, base x 2^(n-1)).
-func (c *Committer) backoff(n int) time.Duration { return c.policy().Backoff(n) }
+func (c *Committer) backoff(ctx context.Context, n int) time.Duration {
+	return c.policy().Backoff(ctx, n)
+}
 
 // sleep waits for the backoff of attempt n, or until ctx is done.
 func (c *Committer) sleep(ctx context.Context, n int) error {
-	return s3call.Sleep(ctx, c.backoff(n))
+	return s3call.Sleep(ctx, c.backoff(ctx, n))
 }
 
 // call runs fn under the committer's policy, its errors annotated with what

@@ -40,7 +40,7 @@ func TestBackoffIsJitteredAndBounded(t *testing.T) {
 		}
 		seen := map[time.Duration]bool{}
 		for i := 0; i < 50; i++ {
-			b := c.backoff(n)
+			b := c.backoff(context.Background(), n)
 			if b < d/2 || b > d {
 				t.Fatalf("backoff(%d) = %v outside [%v, %v]", n, b, d/2, d)
 			}

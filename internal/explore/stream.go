@@ -239,7 +239,10 @@ func (r *runner) run() {
 	for n := 1; n <= maxAttempts && !r.allDone(); n++ {
 		r.out.attempts = n
 		name := fmt.Sprintf("%s%d", attemptPrefix, n)
-		ctx, cancel := context.WithCancel(context.Background())
+		// Without jitter, a schedule's waits (and so the number of polls a
+		// committer makes while a late completion lands) depend on its plan
+		// alone: a replay makes the same releases.
+		ctx, cancel := context.WithCancel(s3call.WithoutJitter(context.Background()))
 		i, err := r.attempt(ctx, name, n)
 		cancel() // the process is gone: whatever it still runs stops
 		if err != nil && !errors.Is(err, errRolledBack) && !r.fake.Crashed(name) {

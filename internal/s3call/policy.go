@@ -92,13 +92,25 @@ func (p Policy) backoffCap(n int) time.Duration {
 	return min(d, max(p.MaxBackoff, p.BaseBackoff))
 }
 
-// Backoff returns the wait before attempt n+1 (n counts from 1), jittered.
-func (p Policy) Backoff(n int) time.Duration {
+// Backoff returns the wait before attempt n+1 (n counts from 1), jittered
+// unless ctx comes from WithoutJitter.
+func (p Policy) Backoff(ctx context.Context, n int) time.Duration {
 	d := p.backoffCap(n)
-	if d <= 1 {
+	if d <= 1 || ctx.Value(noJitterKey{}) != nil {
 		return d
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+type noJitterKey struct{}
+
+// WithoutJitter returns a context under which every Policy waits the
+// longest backoff, without jitter: for a caller that must replay a run
+// exactly (the crash explorer, whose bounded polls in fake time would
+// otherwise vary from run to run). Production code never uses it: jitter
+// keeps clients that failed together from retrying together.
+func WithoutJitter(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noJitterKey{}, true)
 }
 
 // Do runs fn under p: each attempt under its own CallTimeout, again after a
@@ -125,7 +137,7 @@ func Do[T any](ctx context.Context, p Policy, what string, fn func(context.Conte
 			}
 			return zero, annotate(what, fmt.Errorf("giving up after %d attempts: %w", n, err))
 		}
-		if serr := Sleep(ctx, p.Backoff(n)); serr != nil {
+		if serr := Sleep(ctx, p.Backoff(ctx, n)); serr != nil {
 			return zero, annotate(what, fmt.Errorf("%w (while waiting to retry after: %w)", serr, err))
 		}
 	}

@@ -113,3 +113,26 @@ func TestDetached(t *testing.T) {
 		}
 	})
 }
+
+// TestBackoffJitter: waits are jittered within [d/2, d], and exactly d under
+// WithoutJitter, so that a replayed run waits the same.
+func TestBackoffJitter(t *testing.T) {
+	p := s3call.Policy{BaseBackoff: 100 * time.Millisecond, MaxBackoff: 800 * time.Millisecond}
+	ctx := context.Background()
+	for n, d := range map[int]time.Duration{1: 100 * time.Millisecond, 3: 400 * time.Millisecond, 9: 800 * time.Millisecond} {
+		seen := map[time.Duration]bool{}
+		for range 64 {
+			b := p.Backoff(ctx, n)
+			if b < d/2 || b > d {
+				t.Fatalf("Backoff(%d) = %v outside [%v, %v]", n, b, d/2, d)
+			}
+			seen[b] = true
+		}
+		if len(seen) < 2 {
+			t.Errorf("Backoff(%d) is not jittered: always %v", n, d)
+		}
+		if b := p.Backoff(s3call.WithoutJitter(ctx), n); b != d {
+			t.Errorf("Backoff(%d) without jitter = %v, want %v", n, b, d)
+		}
+	}
+}
