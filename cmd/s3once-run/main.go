@@ -126,7 +126,7 @@ func run(o options, out, errOut io.Writer) int {
 		Bucket: o.bucket, Prefix: o.prefix,
 		Endpoint: srv.Endpoint(), Region: s3server.Region, PathStyle: true,
 		AccessKeyID: s3server.AccessKey, SecretAccessKey: s3server.SecretKey,
-		Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
+		Format: "jsonl", Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
 	}
 	what := "gzip JSON Lines"
 	if parquet {
