@@ -70,7 +70,7 @@ func pqGoldenEvents() []pqEvent {
 // A file's bytes for given settings must not change between s3once versions
 // (a rerun after an upgrade would find its key taken by other bytes): a new
 // parquet-go version that encodes differently fails here. Regenerate only on
-// purpose, with `go test -run TestParquetGolden -update ./sink/`, change
+// purpose, with `go test ./sink/ -run TestParquetGolden -update`, change
 // parquetCreatedBy with it, and say in the release notes that Parquet files
 // written before cannot be rerun.
 func TestParquetGolden(t *testing.T) {
