@@ -194,25 +194,21 @@
 // then a crash after applying at every release of the quick bounds'
 // orders; TestExploreSweepBetween, every fate at every release with sweeps
 // between steps, and the two-file workload with a crash after applying at
-// every release. Measured once after the speed-up (no -race; 2 cores with
-// a load average of 14 to 23 from other work): the run took 582 s of wall
-// time (202 s user + 17 s system CPU; it had not ended in 27 min before).
-// TestExploreIssue: 139 orders (117 preempting) and 143 two-crash
-// schedules, 99 s; TestExploreSweepBetween: 154 + 56, 78 s;
-// TestExploreQuick: 429, 47 s; TestExploreConflictOnComplete: 56, 3 s;
-// TestExploreDuplicateCommit: 115 orders (111 preempting) and 292 with a
-// crash, 42 s: 1,384 schedules, none with a violation.
-// TestExploreTwoFaults failed after 308 s, its count unprinted: its
-// schedule step13-crash-lagged makes 41, 42 or 43 releases from run to run
-// (the same on the code before the speed-up), so the plan
-// step13-crash-lagged+step42-crash-before-send that the enumeration derived
-// from it did not fit. The cause is outside this package: after a
-// completion whose object shows a minute late, CommitAfterRecovery polls
-// HeadObject with s3call.Policy's backoff, jittered by math/rand/v2's
-// global source, so the number of polls in that minute of fake time varies.
-// Schedules that wait out a lag are therefore not a function of their plan
-// until that jitter can be made deterministic in tests (a seam in
-// internal/s3call).
+// every release. Measured in full (no -race; niced, on 2 cores with a load
+// average of 8 to 15 from other work): 3,186 schedules, none with a
+// violation, in 340 s of test time. TestExploreTwoFaults: 1,802 schedules,
+// 157 s; TestExploreIssue: 139 orders (117 preempting) and 143 two-crash
+// schedules, 57 s; TestExploreSweepBetween: 154 + 56, 34 s;
+// TestExploreQuick: 429, 42 s; TestExploreConflictOnComplete: 56, 13 s;
+// TestExploreDuplicateCommit: 292 with a crash and 115 orders (111
+// preempting), 37 s.
+//
+// Every schedule is a function of its plan: the attempts' contexts come
+// from s3call.WithoutJitter, so a committer that polls while a late
+// completion lands waits the longest backoff each time instead of a random
+// one, and makes the same number of polls in every run. (With jitter, the
+// plan step13-crash-lagged made 41 to 43 releases from run to run, and a
+// plan derived from one run could not be replayed by another.)
 //
 // Not explored: more than two faults per schedule; two faults crossed with
 // orders other than the default; orders beyond two departures from the
