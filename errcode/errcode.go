@@ -50,8 +50,9 @@ const (
 	InvalidOptions    Code = "invalid-options"     // recoverable.ErrInvalidOptions
 
 	// sink
-	InvalidConfig  Code = "invalid-config"  // sink.ErrInvalidConfig
-	FoldersOverlap Code = "folders-overlap" // sink.ErrFoldersOverlap
+	InvalidConfig   Code = "invalid-config"   // sink.ErrInvalidConfig
+	FoldersOverlap  Code = "folders-overlap"  // sink.ErrFoldersOverlap
+	SettingsChanged Code = "settings-changed" // sink.ErrSettingsChanged
 )
 
 const (

@@ -35,6 +35,7 @@ func TestSentinelsCarryTheirCode(t *testing.T) {
 		{recoverable.ErrInvalidOptions, errcode.InvalidOptions},
 		{sink.ErrInvalidConfig, errcode.InvalidConfig},
 		{sink.ErrFoldersOverlap, errcode.FoldersOverlap},
+		{sink.ErrSettingsChanged, errcode.SettingsChanged},
 	} {
 		typed := &recoverable.Error{Op: "commit", Bucket: "b", Key: "k", UploadID: "u", Hint: "a hint", Err: tc.err}
 		text := errors.New(fmt.Errorf("s3once sink: %w", typed).Error())

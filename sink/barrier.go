@@ -22,6 +22,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -92,7 +93,10 @@ func logGuarantee(st settings, applies bool, why string) {
 // the token, and the completion markers group the results by their Window
 // field. From the barrier on, the files and their FileResults are in the
 // global window.
-func withBarrier(s beam.Scope, st settings, pending beam.PCollection) (beam.PCollection, error) {
+//
+// marker is the folder's settings marker (encodeFingerprint), which the
+// barrier compares and writes; empty leaves the marker alone.
+func withBarrier(s beam.Scope, st settings, pending beam.PCollection, marker []byte) (beam.PCollection, error) {
 	s = s.Scope("Barrier")
 	global, err := beam.TryWindowInto(s, window.NewGlobalWindows(), pending)
 	if err != nil {
@@ -106,7 +110,7 @@ func withBarrier(s beam.Scope, st settings, pending beam.PCollection) (beam.PCol
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	return single(beam.TryParDo(s, &barrierFn{S: st}, all))
+	return single(beam.TryParDo(s, &barrierFn{S: st, Settings: marker}, all))
 }
 
 func init() { register.Function1x2(addBarrierKey) }
@@ -124,8 +128,11 @@ func addBarrierKey(p pendingFile) (int, pendingFile) { return 0, p }
 // fails the same way.
 type barrierFn struct {
 	S settings `json:"s"`
+	// Settings is the folder's settings marker for this run (fingerprint.go).
+	Settings []byte `json:"settings,omitempty"`
 
 	client committer.S3
+	fp     fingerprint
 }
 
 func (f *barrierFn) Setup(ctx context.Context) error {
@@ -134,7 +141,7 @@ func (f *barrierFn) Setup(ctx context.Context) error {
 		return err
 	}
 	f.client = w.client
-	return nil
+	return f.decodeSettings() // fingerprint.go
 }
 
 // barrierFile is one file at the barrier: its token and what its key holds.
@@ -163,6 +170,16 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	slices.SortFunc(all, func(a, b *barrierFile) int { return strings.Compare(a.cr.Key, b.cr.Key) })
 	metricBarrierFiles.Inc(ctx, int64(len(all)))
 
+	// The settings marker (fingerprint.go): other settings recorded in the
+	// folder refuse the run before its keys are looked at.
+	hasMarker := false
+	if f.fp != nil {
+		var err error
+		if hasMarker, err = compareSettings(ctx, f.client, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
+			return f.refuseSettings(ctx, all, err)
+		}
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(barrierLooks)
 	for _, bf := range all {
@@ -186,6 +203,14 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 		}
 	}
 	if len(taken) == 0 {
+		// A folder without a marker (new, or written by a release that
+		// wrote none) gets this run's, now that every key is free or
+		// holds this run's bytes; before any file is committed.
+		if f.fp != nil && !hasMarker {
+			if err := writeSettings(ctx, f.client, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
+				return f.refuseSettings(ctx, all, err)
+			}
+		}
 		metricBarrierKept.Inc(ctx, int64(kept))
 		for _, bf := range all {
 			emit(bf.p)
@@ -211,7 +236,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 func (f *barrierFn) look(ctx context.Context, cr recoverable.CommitRecoverable) (holds string, same bool, err error) {
 	out, err := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
-		if recoverable.IsNotFound(err) {
+		if s3call.IsNotFound(err) {
 			return "", false, nil
 		}
 		return "", false, err
@@ -297,7 +322,7 @@ func (f *barrierFn) discardOne(ctx context.Context, cr recoverable.CommitRecover
 			if !ownkeys.IsSideObjectOf(f.S.StagingPrefix, cr.UploadID, key) {
 				continue
 			}
-			if _, err := f.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(key)}); err != nil && !recoverable.IsNotFound(err) {
+			if _, err := f.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(key)}); err != nil && !s3call.IsNotFound(err) {
 				return fmt.Errorf("delete side object s3://%s/%s: %w", cr.Bucket, key, err)
 			}
 		}

@@ -68,9 +68,16 @@ const commitRounds = 3
 // succeeds only if the key then holds exactly the bytes the token describes.
 type commitFn struct {
 	S settings `json:"s"`
+	// Settings is the folder's settings marker for this run, checked before
+	// the instance's first commit and written after it (fingerprint.go);
+	// empty where the run-wide barrier does that.
+	Settings []byte `json:"settings,omitempty"`
 
 	committer *committer.Committer
 	pause     time.Duration
+	markers   settingsAPI
+	fp        fingerprint
+	guard     settingsGuard
 }
 
 func (f *commitFn) Setup(ctx context.Context) error {
@@ -93,6 +100,14 @@ func (f *commitFn) init(client committer.S3) error {
 		f.committer = c
 	}
 	f.pause = time.Second
+	f.markers = client
+	if len(f.Settings) > 0 {
+		fp, err := decodeFingerprint(f.Settings)
+		if err != nil {
+			return fmt.Errorf("s3once sink: the run's settings marker: %w", err)
+		}
+		f.fp = fp
+	}
 	return nil
 }
 
@@ -137,8 +152,18 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 	if err := checkOwnToken(f.S, cr); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
+	if f.fp != nil { // the settings marker, before the first commit
+		if err := f.guard.check(ctx, f.markers, f.S.Bucket, f.S.Prefix, f.fp); err != nil {
+			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
+		}
+	}
 	for round := 1; ; round++ {
 		res, err := f.committer.CommitAfterRecovery(ctx, cr)
+		if err == nil && f.fp != nil {
+			if err := f.guard.committed(ctx, f.markers, f.S.Bucket, f.S.Prefix, f.fp); err != nil {
+				return fmt.Errorf("s3once sink: %w", err)
+			}
+		}
 		if err == nil {
 			metricCommitted.Inc(ctx, 1)
 			if res.AlreadyCommitted {

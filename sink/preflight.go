@@ -250,6 +250,10 @@ func (p *prober) run(ctx context.Context) {
 		return err
 	})
 
+	// The folder's settings marker: a folder written with other
+	// byte-affecting settings is refused up front (fingerprint.go).
+	p.checkSettings(ctx)
+
 	// 2. A file's upload under the output prefix, never completed.
 	body := bytes.Repeat([]byte("s3once preflight probe; safe to delete\n"), 4)
 	if id, ok := p.createUpload(ctx, "create a multipart upload under the output prefix", outKey); ok {

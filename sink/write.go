@@ -117,16 +117,21 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	}
 	applies, why := barrierApplies(st, col)
 	logGuarantee(st, applies, why) // barrier.go
+	// The folder's settings marker (fingerprint.go): the barrier checks it
+	// where it applies, the commit stage elsewhere.
+	marker, commitMarker := encodeFingerprint(st.fingerprint()), []byte(nil)
 	if applies {
-		if pending, err = withBarrier(s, st.forCommit(), pending); err != nil {
+		if pending, err = withBarrier(s, st.forCommit(), pending, marker); err != nil {
 			return beam.PCollection{}, err
 		}
+	} else {
+		commitMarker = marker
 	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	files, err := single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit()}, shuffled))
+	files, err := single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit(), Settings: commitMarker}, shuffled))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
