@@ -183,7 +183,15 @@ type Config struct {
 	//	func(beam.Window, T) (string, error)
 	//
 	// where T is the input's element type. Register it with the register
-	// package (register.Function1x1 and friends) so workers can find it. The
+	// package (register.Function1x1 and friends, in an init function) so
+	// workers can find it. Workers find a function by its name: a registered
+	// one from the registry, an unregistered one from the symbol table of the
+	// worker's own binary (/proc/self/exe). So an unregistered Destination
+	// works on prism and on job servers whose workers run an unstripped copy
+	// of the program, and fails on a worker whose binary has no symbol table
+	// (built with -ldflags=-s): the worker cannot decode the stage and the
+	// job fails with "<name> not found. Register DoFns and functions with
+	// the beam/register package", before any record is written. The
 	// result must be empty or a relative path without empty, "." or ".."
 	// segments, at most MaxDestinationLen bytes. Nil means every record goes
 	// to the single destination "".

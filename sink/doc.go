@@ -392,7 +392,47 @@
 // unless static keys are given). Formats and codecs are chosen by name, so a
 // custom one must be registered (RegisterFormat, RegisterCodec) in an init
 // function of the program, which runs on every worker; a Destination must be
-// a top-level function registered with the register package.
+// a top-level function registered with the register package. A worker finds
+// an unregistered function by its name in the symbol table of its own binary,
+// so it works on prism (LOOPBACK or PROCESS workers running the program
+// itself) and fails only where the worker's binary is stripped (-ldflags=-s):
+// the stage then cannot be decoded and the job fails naming the function,
+// before any record is written. Registering costs one line and also spares
+// the workers reflection.
+//
+// # The settings marker
+//
+// Every output folder gets one object, <Prefix>/_s3once_settings
+// (ownkeys.SettingsKey), that records the settings its files' bytes and
+// names depend on: Format, Compression and its library's module version,
+// the spacing of compressed members (min(CheckpointBytes, 1 MiB), only when
+// compressed), Shards, MaxBatchBytes, MaxFileBytes, MaxFileRecords, the
+// Parquet settings and parquet-go's version, the file-name template with
+// its extension, and s3once's output format version. Library versions come
+// from the program's build information ("unknown" where it has none, as in
+// test binaries). The record, the element type and the Destination function
+// are not in it: a changed input is caught by the bytes (the barrier, the
+// commit). The name starts with '_', so Spark, Hive, Trino and Athena skip
+// it; the sweep never removes it, and s3once never overwrites it.
+//
+// Its bytes are canonical text: a first line "s3once-settings 1", then one
+// "name=value" line per setting, names sorted, values with '%' and bytes
+// outside printable ASCII written as %XX. A reader refuses another version
+// by its number, and within version 1 ignores names it does not know;
+// settings that only one side records are not compared.
+//
+// The run-wide barrier reads it before it looks at the run's keys, and
+// writes it (If-None-Match) once every key is free or holds this run's
+// bytes, before any file is committed; without the barrier, each commit
+// stage instance reads it before its first commit and writes it after. A
+// marker with other settings fails the run with ErrSettingsChanged
+// (errcode.SettingsChanged), which names the folder and each setting as
+// old -> new and says to write to a fresh Prefix; at the barrier, every
+// upload of the run is aborted, as for a taken key. A folder written by a
+// release that wrote no marker is accepted and gets one. Preflight reads
+// the marker too and reports the same problem before the pipeline starts.
+// With FinalizeCommit "always", files committed at bundle finalization do
+// not wait for the marker.
 //
 // # Encodings that outlive a build
 //
