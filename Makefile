@@ -113,7 +113,7 @@ soak: tools
 # one file and on the two-file workload, release orders within a preemption
 # bound of 2; each test prints how many schedules it explored within which
 # bounds. In-memory S3 and fake time: no server, no tools. make test runs
-# the quick bounds. About 10 minutes on 2 loaded cores (internal/explore).
+# the quick bounds. About 6 minutes on 2 cores (internal/explore).
 explore:
 	S3ONCE_EXPLORE=wide $(GO) test -count=1 -timeout 4h -run '^TestExplore' -v ./internal/explore/
 
