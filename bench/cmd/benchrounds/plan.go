@@ -49,7 +49,7 @@ var plans = map[string]struct {
 		memoryGroup("size=256MiB", "size=2GiB"),
 		persistGroup("20x"),
 		recoverGroup("20x"),
-		pipelineGroup("records=1000000"),
+		pipelineGroup("records=100000", "records=1000000"),
 		parquetGroup("records=100000", "records=1000000"),
 	}},
 	"quick": {5, []group{
@@ -110,10 +110,10 @@ func recoverGroup(times string) group {
 	}
 }
 
-func pipelineGroup(records string) group {
+func pipelineGroup(records ...string) group {
 	return group{
 		name: "pipeline", bench: "BenchmarkPipeline",
-		dims:      [][]string{{records}, {"side=sink", "side=textio"}},
+		dims:      [][]string{records, {"side=sink", "side=textio"}},
 		benchstat: [][]string{{"-col", "/side@(textio sink)"}},
 	}
 }
