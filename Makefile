@@ -64,8 +64,9 @@ fuzz:
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
 # comparison runs as its own process, once per round, the rounds interleaved,
 # and benchstat compares them. Raw results and the report go to bench-out/.
-# `make bench` takes about 5 minutes on 2 quiet cores (10-15 with other work
-# running); `make bench-quick` is a smoke run of under 2 minutes (fewer
+# `make bench` takes about 13 minutes on 2 quiet cores (the pipeline and
+# Parquet sides at 1e6 records are most of it; far longer with other work
+# running); `make bench-quick` is a smoke run of a few minutes (fewer
 # rounds, smaller sizes).
 BENCH_OUT := bench-out
 
