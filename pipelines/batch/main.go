@@ -66,7 +66,9 @@ func main() {
 	}
 	prog := app.Program{
 		Name: "batch", Sink: &sf, Common: &common,
-		Build: func(s beam.Scope, cfg sink.Config) (beam.PCollection, error) {
+		// The settings go on the Config before the preflight runs, so that
+		// it checks the folder against the settings the files get.
+		Config: func(cfg *sink.Config) {
 			cfg.Format = format
 			if format == "parquet" {
 				cfg.Parquet = pq
@@ -74,6 +76,9 @@ func main() {
 					cfg.Compression = "" // the example's gzip default is for JSON Lines
 				}
 			}
+			corpus.Configure(cfg)
+		},
+		Build: func(s beam.Scope, cfg sink.Config) (beam.PCollection, error) {
 			return corpus.Write(s, o, cfg)
 		},
 	}

@@ -113,11 +113,19 @@ func Write(s beam.Scope, o Options, cfg sink.Config) (beam.PCollection, error) {
 	if err != nil {
 		return beam.PCollection{}, err
 	}
+	Configure(&cfg)
+	return sink.TryWrite(s, docs, cfg)
+}
+
+// Configure sets what Write sets on cfg: the example's default format
+// ("jsonl") and its Destination. A program that runs sink.Preflight
+// before Write calls it first, so that the preflight checks the settings
+// the files are written with.
+func Configure(cfg *sink.Config) {
 	if cfg.Format == "" {
 		cfg.Format = "jsonl"
 	}
 	cfg.Destination = Destination
-	return sink.TryWrite(s, docs, cfg)
 }
 
 // generateFn makes the documents [start, start+chunk) of the corpus.

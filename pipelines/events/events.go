@@ -152,11 +152,19 @@ func Write(s beam.Scope, o Options, cfg sink.Config) (beam.PCollection, error) {
 	if err != nil {
 		return beam.PCollection{}, err
 	}
+	Configure(&cfg)
+	return sink.TryWrite(s, evs, cfg)
+}
+
+// Configure sets what Write sets on cfg: the example's default format
+// ("jsonl") and its Destination. A program that runs sink.Preflight
+// before Write calls it first, so that the preflight checks the settings
+// the files are written with.
+func Configure(cfg *sink.Config) {
 	if cfg.Format == "" {
 		cfg.Format = "jsonl"
 	}
 	cfg.Destination = Destination
-	return sink.TryWrite(s, evs, cfg)
 }
 
 // generateFn makes events [start, start+chunk), timestamped within the span.

@@ -54,6 +54,7 @@ func main() {
 	}
 	prog := app.Program{
 		Name: "streaming", Sink: &sf, Common: &common,
+		Config: events.Configure, // before the preflight, which checks these settings
 		Build: func(s beam.Scope, cfg sink.Config) (beam.PCollection, error) {
 			return events.Write(s, o, cfg)
 		},
