@@ -37,7 +37,10 @@ func tokenRecovery(t *testing.T, opts s3test.Options, seeds int) {
 		seed := base + uint64(i)
 		rng := rand.New(rand.NewPCG(seed, 0x70c3))
 		bucket := srv.Bucket(t)
-		key := fmt.Sprintf("tokens/file-%d.txt", seed)
+		// A name of the sink's pattern: the sweep aborts an upload that no
+		// token names (a writer killed between opening the upload and its
+		// first checkpoint) only under s3once's own file names.
+		key := fmt.Sprintf("tokens/global-pane-0-shard-00000-of-00001-file-%05d.txt", seed)
 		state := t.TempDir()
 		size := 12<<20 + rng.IntN(12<<20)
 		// Odd seeds keep small tails inside the token; even seeds always

@@ -103,6 +103,11 @@
 //   - Nothing a token references is destroyed by Recover, Persist, Dispose or a
 //     failure: only Cleanup (a side object), the committer and the sweep
 //     destroy. Dispose aborts an upload only when no token can name it.
+//     A process killed between Open and its first Persist leaves an upload
+//     that no token names: the committer's sweep aborts it when its key is
+//     one of the sink's file names (package ownkeys), never under a key of
+//     the caller's own choosing, which only the caller can recognise. Give
+//     such keys a lifecycle rule (AbortIncompleteMultipartUpload).
 //   - A missing or altered artifact gives a typed error (*Error wrapping
 //     ErrNoSuchUpload, ErrPartsChanged, ErrSideObjectMissing or ErrTailCorrupt)
 //     that names the bucket, key and upload; never a shorter, longer or
