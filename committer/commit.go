@@ -128,6 +128,8 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 	// not see the reply. conflicted: the server answered a completion with
 	// 409 ConditionalRequestConflict, after which it may discard the upload.
 	ambiguous, conflicted := false, false
+	// partsRelisted: the parts were found changed once, and listed again.
+	partsRelisted := false
 	var parts []recoverable.Part
 	var last error
 	for round := 1; round <= c.opts.MaxAttempts; round++ {
@@ -140,6 +142,20 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 		if err != nil {
 			if errors.Is(err, recoverable.ErrNoSuchUpload) {
 				return c.uploadGone(ctx, op, cr, res, ambiguous, conflicted, parts)
+			}
+			if errors.Is(err, recoverable.ErrPartsChanged) && !partsRelisted {
+				// A completion of the same token in flight elsewhere (the
+				// finalization callback and the commit stage at once) can
+				// empty the part list before the object shows (versitygw
+				// moves the parts away first). Look at the key, and list
+				// once more before calling the parts changed.
+				f, lerr := c.lookup(ctx, cr)
+				if lerr == nil && f.exists && f.matches(cr) {
+					return c.settle(ctx, op, cr, res, f, false, parts, uploadUnknown)
+				}
+				partsRelisted = true
+				last = err
+				continue
 			}
 			return res, fail(op, cr, err, "")
 		}
