@@ -21,6 +21,10 @@
 //  3. List the upload's parts and check them against the token
 //     (recoverable.VerifyParts): a part that is missing, resized or overwritten
 //     by a zombie attempt fails the commit with recoverable.ErrPartsChanged.
+//     Before that, the committer looks at the key and lists the parts once
+//     more: a completion of the same token in flight elsewhere may empty the
+//     list before its object shows (versitygw does), and is then found
+//     committed.
 //  4. CompleteMultipartUpload with exactly those parts, each with its
 //     CRC64NVME, the object's CRC64NVME (full-object type) and size where the
 //     upload uses checksums, and If-None-Match: *. An empty file's
