@@ -196,16 +196,18 @@ func codecLibrary(name string) string {
 	return moduleOf(t.PkgPath())
 }
 
-var (
-	buildInfoOnce sync.Once
-	buildInfo     *debug.BuildInfo
-)
+// readBuildInfo is this binary's build information, read once (nil when
+// the binary has none).
+var readBuildInfo = sync.OnceValue(func() *debug.BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return bi
+})
 
 // moduleOf names the module that holds the package pkg in this build, as
 // "path version" (the replacement's version when the module is replaced),
 // or unknownLibrary.
 func moduleOf(pkg string) string {
-	buildInfoOnce.Do(func() { buildInfo, _ = debug.ReadBuildInfo() })
+	buildInfo := readBuildInfo()
 	if buildInfo == nil || pkg == "" {
 		return unknownLibrary
 	}
