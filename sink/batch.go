@@ -52,7 +52,7 @@ func newBatchFn(s settings) *batchFn {
 // batch costs little more memory than its bytes.
 const arenaChunk = 1 << 20
 
-func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam.Window, key []byte, values func(*[]byte) bool, emit func(batch)) error {
+func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam.Window, key []byte, packs func(*[]byte) bool, emit func(batch)) error {
 	shard, dest, err := parseShardKey(key)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
@@ -62,17 +62,20 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 		return fmt.Errorf("s3once sink: destination %q, shard %d: %w", dest, shard, err)
 	}
 	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.Shards, SubBatches: 1}
-	return gatherBatches(head, f.MaxBatchBytes, values, emit)
+	u := unpacker{packs: packs}
+	return gatherBatches(head, f.MaxBatchBytes, u.next, u.failed, emit)
 }
 
-// gatherBatches reads a group once. While its records fit in limit bytes they
+// gatherBatches reads a group's records once, from values; failed, if not
+// nil, says whether values ended early on an error, which is returned before
+// anything is emitted. While the records fit in limit bytes they
 // stay in memory and make one batch, like head. Past that, every record goes
 // to one of maxSubBatches bucket files under a temporary directory, chosen by
 // subBatchHash; the buckets are then read back in contiguous runs, each run
 // one sub-batch of at most limit bytes, sorted and emitted in turn. Which
 // sub-batch a record lands in, and how many there are, depend only on the
 // multiset of records.
-func gatherBatches(head batch, limit int64, values func(*[]byte) bool, emit func(batch)) (err error) {
+func gatherBatches(head batch, limit int64, values func(*[]byte) bool, failed func() error, emit func(batch)) (err error) {
 	var (
 		lines [][]byte
 		chunk []byte
@@ -116,6 +119,11 @@ func gatherBatches(head batch, limit int64, values func(*[]byte) bool, emit func
 		start := len(chunk)
 		chunk = append(chunk, line...)
 		lines = append(lines, chunk[start:len(chunk):len(chunk)])
+	}
+	if failed != nil {
+		if err := failed(); err != nil {
+			return head.fail("read the group", err)
+		}
 	}
 	if sp == nil {
 		slices.SortFunc(lines, bytes.Compare)

@@ -22,7 +22,11 @@
 //  1. Encode formats each element as a record (its bytes, terminator
 //     included; see Format), picks its destination (Config.Destination) and
 //     its shard: a hash (FNV-64a) of the record's bytes modulo Config.Shards.
-//  2. A GroupByKey gathers the records of each (destination, shard), per
+//     In the global window it packs the records of a bundle per (destination,
+//     shard) into packs of up to 1 MiB, so the runner shuffles a few large
+//     elements rather than one per record; in other windows each record is
+//     a pack of its own. Packing never changes a file's bytes.
+//  2. A GroupByKey gathers the packs of each (destination, shard), per
 //     window and pane.
 //  3. Batch sorts each group's records bytewise into one element, a batch;
 //     a group larger than MaxBatchBytes becomes several (see below).

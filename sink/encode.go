@@ -2,11 +2,13 @@ package sink
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 )
@@ -70,29 +72,45 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 }
 
 // encodeFn formats each element as a record and keys it by its shard:
-// KV<shard key, record>. Formatting happens here so that later stages only
-// move bytes, and the shard is a hash of the record's bytes, so that equal
-// inputs shard equally.
+// KV<shard key, pack>, where a pack holds one or more records of that key
+// (see packRecords). Formatting happens here so that later stages only move
+// bytes, and the shard is a hash of the record's bytes, so that equal inputs
+// shard equally.
+//
+// Input in the global window (all bounded input that is not windowed, and
+// unbounded input with triggers) is packed: the records of a bundle gather
+// per shard key into packs of up to packBytes, emitted when full or at the end
+// of the bundle, so that the runner shuffles a few large elements instead of
+// one small element per record. That is where a runner spends most of the
+// time of a pipeline that writes small records. A pack carries the earliest
+// event time of its records. Elsewhere (fixed, sliding or session windows)
+// every record is a pack of its own, emitted in its element's window, since
+// Beam emits what a bundle's end flushes in the global window only. Either
+// way Batch sees the same records and sorts them, so the files' bytes do not
+// depend on packing.
 //
 // It carries only what it reads: the format's name, the shard count, the
-// record size bound and the Destination function; no bucket, endpoint or
-// credentials.
+// record size bound, the Destination function and whether to pack; no
+// bucket, endpoint or credentials.
 type encodeFn struct {
 	Format       string            `json:"format"`
 	Shards       int               `json:"shards"`
 	MaxFileBytes int64             `json:"maxFileBytes"`
 	Dest         *beam.EncodedFunc `json:"dest,omitempty"`
 	DestKind     int               `json:"destKind"`
+	Pack         bool              `json:"pack,omitempty"`
 
 	format Format
 	dest   reflectx.Func
 	buf    []byte
+	packs  packer
 }
 
 // newEncodeFn makes the Encode stage's DoFn from the settings, for a
-// Destination function of shape kind (dest is nil for none).
-func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc) *encodeFn {
-	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind}
+// Destination function of shape kind (dest is nil for none); pack says whether
+// records are packed per bundle (input in the global window).
+func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, pack bool) *encodeFn {
+	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: pack}
 }
 
 func (f *encodeFn) Setup() error {
@@ -111,7 +129,7 @@ func (f *encodeFn) Setup() error {
 	return nil
 }
 
-func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, elem beam.T, emit func([]byte, []byte)) error {
+func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, elem beam.T, emit func(beam.EventTime, []byte, []byte)) error {
 	dest, err := f.destination(w, elem)
 	if err != nil {
 		return err
@@ -125,9 +143,19 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, elem beam.
 	}
 	h := fnv.New64a()
 	h.Write(f.buf)
-	shard := int(h.Sum64() % uint64(f.Shards))
-	emit(shardKey(shard, dest), append([]byte(nil), f.buf...))
+	key := shardKey(int(h.Sum64()%uint64(f.Shards)), dest)
+	if !f.Pack {
+		emit(ts, key, appendRecord(newPack(len(f.buf)+binary.MaxVarintLen64), f.buf))
+		return nil
+	}
+	f.packs.add(key, ts, f.buf, emit)
 	return nil
+}
+
+// FinishBundle emits the packs the bundle left open (they are in the global
+// window, where Beam puts what FinishBundle emits).
+func (f *encodeFn) FinishBundle(emit func(beam.EventTime, []byte, []byte)) {
+	f.packs.flush(emit)
 }
 
 func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {
@@ -151,4 +179,11 @@ func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {
 		return "", fmt.Errorf("s3once sink: Destination returned a bad path: %w", err)
 	}
 	return dest, nil
+}
+
+// inGlobalWindow reports whether col's elements are all in the global window,
+// where Encode packs records (see encodeFn).
+func inGlobalWindow(col beam.PCollection) bool {
+	ws := col.WindowingStrategy()
+	return ws != nil && ws.Fn != nil && ws.Fn.Kind == window.GlobalWindows
 }

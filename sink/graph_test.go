@@ -59,7 +59,7 @@ func TestDoFnPayloads(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"encodeFn": {"destKind", "format", "maxFileBytes", "shards"},
+		"encodeFn": {"destKind", "format", "maxFileBytes", "pack", "shards"},
 		"batchFn":  {"maxBatchBytes", "shards"},
 	}
 	for name, keys := range want {

@@ -182,18 +182,21 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	if gc.dest != nil {
 		dest = &beam.EncodedFunc{Fn: reflectx.MakeFunc(gc.dest)}
 	}
-	enc := newEncodeFn(st, kind, dest)
+	_, global := win.(window.GlobalWindow)
+	enc := newEncodeFn(st, kind, dest, global) // packed, as Write does, in the global window
 	if err := enc.Setup(); err != nil {
 		t.Fatal(err)
 	}
 	groups := map[string][][]byte{}
+	toGroup := func(_ beam.EventTime, k, v []byte) { groups[string(k)] = append(groups[string(k)], v) }
 	for _, r := range gc.recs() {
-		if err := enc.ProcessElement(ctx, win, r, func(k, v []byte) { groups[string(k)] = append(groups[string(k)], v) }); err != nil {
+		if err := enc.ProcessElement(ctx, win, mtime.ZeroTimestamp, r, toGroup); err != nil {
 			t.Fatal(err)
 		}
 	}
+	enc.FinishBundle(toGroup)
 
-	// Group and Batch: the records come in reverse order, which the sort
+	// Group and Batch: the packs come in reverse order, which the sort
 	// undoes.
 	keys := make([]string, 0, len(groups))
 	for k := range groups {

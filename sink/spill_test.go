@@ -61,7 +61,7 @@ func gather(t *testing.T, recs [][]byte, limit int64) ([]batch, error) {
 	t.Helper()
 	head := batch{Destination: "d", Window: "global", Pane: 0, Shard: 2, Shards: 4, SubBatches: 1}
 	var out []batch
-	err := gatherBatches(head, limit, sliceValues(recs), func(b batch) {
+	err := gatherBatches(head, limit, sliceValues(recs), nil, func(b batch) {
 		// Copy, as a runner would encode the batch.
 		enc, err := encodeBatch(b)
 		if err != nil {

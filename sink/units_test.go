@@ -241,7 +241,7 @@ func TestEncodeDestination(t *testing.T) {
 	if err != nil || kind != destWindowElem {
 		t.Fatalf("destinationKind = %d, %v", kind, err)
 	}
-	fn := newEncodeFn(st, kind, &beam.EncodedFunc{Fn: reflectx.MakeFunc(windowDestination)})
+	fn := newEncodeFn(st, kind, &beam.EncodedFunc{Fn: reflectx.MakeFunc(windowDestination)}, true)
 	js, err := json.Marshal(fn)
 	if err != nil {
 		t.Fatal(err)
@@ -250,27 +250,44 @@ func TestEncodeDestination(t *testing.T) {
 	if err := json.Unmarshal(js, &worker); err != nil {
 		t.Fatal(err)
 	}
+	if !worker.Pack {
+		t.Fatalf("the worker's encoder lost Pack in %s", js)
+	}
 	if err := worker.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	var keys, recs []string
-	for _, s := range []string{"apple", "avocado", "banana"} {
-		err := worker.ProcessElement(context.Background(), window.GlobalWindow{}, s, func(k, v []byte) {
-			keys = append(keys, string(k))
-			recs = append(recs, string(v))
-		})
-		if err != nil {
+	packs := map[string][]byte{}
+	toPacks := func(_ beam.EventTime, k, v []byte) { packs[string(k)] = append(packs[string(k)], v...) }
+	in := []string{"apple", "avocado", "banana"}
+	for _, s := range in {
+		if err := worker.ProcessElement(context.Background(), window.GlobalWindow{}, mtime.ZeroTimestamp, s, toPacks); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i, k := range keys {
+	if len(packs) != 0 {
+		t.Fatalf("%d packs emitted before the bundle's end, for three small records", len(packs))
+	}
+	worker.FinishBundle(toPacks)
+	n := 0
+	for k, p := range packs {
 		shard, dest, err := parseShardKey([]byte(k))
 		if err != nil || shard < 0 || shard >= st.Shards {
 			t.Fatalf("key %q: shard %d, %v", k, shard, err)
 		}
-		if want := "w=global/" + recs[i][:1]; dest != want {
-			t.Errorf("destination %q, want %q", dest, want)
+		u := unpacker{packs: sliceValues([][]byte{p})}
+		var rec []byte
+		for u.next(&rec) {
+			n++
+			if want := "w=global/" + string(rec[:1]); dest != want {
+				t.Errorf("record %q under destination %q, want %q", rec, dest, want)
+			}
 		}
+		if err := u.failed(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != len(in) {
+		t.Errorf("%d records in the packs, want %d", n, len(in))
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 )
 
 func init() {
-	register.DoFn4x1[context.Context, beam.Window, beam.T, func([]byte, []byte), error](&encodeFn{})
-	register.Emitter2[[]byte, []byte]()
+	register.DoFn5x1[context.Context, beam.Window, beam.EventTime, beam.T, func(beam.EventTime, []byte, []byte), error](&encodeFn{})
+	register.Emitter3[beam.EventTime, []byte, []byte]()
 	register.DoFn6x1[context.Context, beam.PaneInfo, beam.Window, []byte, func(*[]byte) bool, func(batch), error](&batchFn{})
 	register.Iter1[[]byte]()
 	register.Emitter1[batch]()
@@ -94,7 +94,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		return beam.PCollection{}, err
 	}
 	s = s.Scope("s3once.Write")
-	keyed, err := single(beam.TryParDo(s.Scope("Encode"), newEncodeFn(st, kind, dest), col))
+	keyed, err := single(beam.TryParDo(s.Scope("Encode"), newEncodeFn(st, kind, dest, inGlobalWindow(col)), col))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
