@@ -24,6 +24,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,10 +47,16 @@ func main() {
 	benchstat := flag.String("benchstat", "benchstat", "the benchstat executable")
 	grid := flag.String("grid", "small", "with -plan scale: the grid, full or small (see scale.go)")
 	flag.Parse()
-	var err error
-	if *planName == "scale" {
+	err := errors.New("-bin is required")
+	if *bin != "" {
+		// The binary runs in -dir: a relative path must not be read from there.
+		*bin, err = filepath.Abs(*bin)
+	}
+	switch {
+	case err != nil:
+	case *planName == "scale":
 		err = runScale(*bin, *dir, *out, *grid, *rounds)
-	} else {
+	default:
 		err = run(*bin, *dir, *out, *planName, *rounds, *benchstat)
 	}
 	if err != nil {
@@ -65,13 +72,6 @@ func run(bin, dir, out, planName string, rounds int, benchstat string) error {
 	}
 	if rounds <= 0 {
 		rounds = plan.rounds
-	}
-	if bin == "" {
-		return fmt.Errorf("-bin is required")
-	}
-	bin, err := filepath.Abs(bin)
-	if err != nil {
-		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
