@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 )
@@ -77,15 +78,16 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // bytes, and the shard is a hash of the record's bytes, so that equal inputs
 // shard equally.
 //
-// Input in the global window (all bounded input that is not windowed, and
-// unbounded input with triggers) is packed: the records of a bundle gather
+// Input in the global window with the default trigger (all bounded input
+// that is not windowed or triggered) is packed: the records of a bundle gather
 // per shard key into packs of up to packBytes, emitted when full or at the end
 // of the bundle, so that the runner shuffles a few large elements instead of
 // one small element per record. That is where a runner spends most of the
 // time of a pipeline that writes small records. A pack carries the earliest
-// event time of its records. Elsewhere (fixed, sliding or session windows)
-// every record is a pack of its own, emitted in its element's window, since
-// Beam emits what a bundle's end flushes in the global window only. Either
+// event time of its records. Elsewhere every record is a pack of its own,
+// emitted in its element's window: Beam emits what a bundle's end flushes in
+// the global window only, and a trigger may count elements (see packable).
+// Either
 // way Batch sees the same records and sorts them, so the files' bytes do not
 // depend on packing.
 //
@@ -181,9 +183,19 @@ func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {
 	return dest, nil
 }
 
-// inGlobalWindow reports whether col's elements are all in the global window,
-// where Encode packs records (see encodeFn).
-func inGlobalWindow(col beam.PCollection) bool {
+// packable reports whether Encode packs col's records (see encodeFn): they
+// are all in the global window, which FinishBundle emits into, and the
+// trigger is the default one. Another trigger may count elements
+// (AfterCount, alone or inside another), and packs would change what it
+// counts, so with one every record stays an element of its own.
+func packable(col beam.PCollection) bool {
 	ws := col.WindowingStrategy()
-	return ws != nil && ws.Fn != nil && ws.Fn.Kind == window.GlobalWindows
+	if ws == nil || ws.Fn == nil || ws.Fn.Kind != window.GlobalWindows {
+		return false
+	}
+	switch ws.Trigger.(type) {
+	case nil, *trigger.DefaultTrigger, trigger.DefaultTrigger:
+		return true
+	}
+	return false
 }

@@ -94,7 +94,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		return beam.PCollection{}, err
 	}
 	s = s.Scope("s3once.Write")
-	keyed, err := single(beam.TryParDo(s.Scope("Encode"), newEncodeFn(st, kind, dest, inGlobalWindow(col)), col))
+	keyed, err := single(beam.TryParDo(s.Scope("Encode"), newEncodeFn(st, kind, dest, packable(col)), col))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
