@@ -74,7 +74,7 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 
 // encodeFn formats each element as a record and keys it by its shard:
 // KV<shard key, pack>, where a pack holds one or more records of that key
-// (see packRecords). Formatting happens here so that later stages only move
+// (see pack.go). Formatting happens here so that later stages only move
 // bytes, and the shard is a hash of the record's bytes, so that equal inputs
 // shard equally.
 //
@@ -87,9 +87,8 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // event time of its records. Elsewhere every record is a pack of its own,
 // emitted in its element's window: Beam emits what a bundle's end flushes in
 // the global window only, and a trigger may count elements (see packable).
-// Either
-// way Batch sees the same records and sorts them, so the files' bytes do not
-// depend on packing.
+// Either way Batch sees the same records and sorts them, so the files' bytes
+// do not depend on packing.
 //
 // It carries only what it reads: the format's name, the shard count, the
 // record size bound, the Destination function and whether to pack; no
@@ -110,7 +109,7 @@ type encodeFn struct {
 
 // newEncodeFn makes the Encode stage's DoFn from the settings, for a
 // Destination function of shape kind (dest is nil for none); pack says whether
-// records are packed per bundle (input in the global window).
+// records are packed per bundle (see packable).
 func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, pack bool) *encodeFn {
 	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: pack}
 }
