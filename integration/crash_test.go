@@ -58,13 +58,23 @@ type reference struct {
 	elapsed time.Duration
 }
 
-// most is how many calls of a kind every run of the configuration makes,
-// at least: completions vary (a bundle-finalization callback and the commit
+// most is how many calls of a kind (or, for evAny, of all kinds) every run
+// of the configuration makes, at least: completions vary (a bundle-finalization callback and the commit
 // stage may both complete a file), but every file is completed once.
 func (r *reference) most(ev event) int {
-	n := r.counts[ev]
-	if ev == evComplete {
-		n = min(n, len(r.objects))
+	count := func(kind event) int {
+		if kind == evComplete {
+			return min(r.counts[kind], len(r.objects))
+		}
+		return r.counts[kind]
+	}
+	n := 0
+	if ev == evAny {
+		for kind := range r.counts {
+			n += count(kind)
+		}
+	} else {
+		n = count(ev)
 	}
 	return max(n, 1)
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -28,13 +27,13 @@ func TestServerCrash(t *testing.T) {
 
 	cases := []struct {
 		name    string
-		ev      event // the call during which the server dies; "" for a timer
+		ev      event // the call during which the server dies
 		restart bool  // restart while the run goes on (else after it ends)
 	}{
 		{"inside a commit, restarted at once", evComplete, true},
 		{"during a part upload, restarted at once", evPart, true},
 		{"during a persist, restarted at once", evPersist, true},
-		{"at a random moment, down until the run fails", "", false},
+		{"at a random moment, down until the run fails", evAny, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,26 +43,26 @@ func TestServerCrash(t *testing.T) {
 				srv.Kill()
 				close(killed)
 			}
-			var plan string
-			if tc.ev != "" {
-				tr := &trigger{ev: tc.ev, n: 1 + rng.IntN(ref.most(tc.ev)), phase: duringServer,
-					delay: time.Duration(rng.IntN(3000)) * time.Microsecond, action: killServer}
-				plan = tr.String()
-				tp.arm(tr)
-			} else {
-				tp.arm(nil)
+			// A random moment is a random call of the run, between a fifth
+			// and nine tenths of the way through the reference's calls: a
+			// point in the run's progress, which a run faster or slower than
+			// the reference reaches all the same (a timer may fire after a
+			// fast run has ended).
+			n := 1 + rng.IntN(ref.most(tc.ev))
+			if tc.ev == evAny {
+				total := ref.most(evAny)
+				n = total/5 + rng.IntN(max(total*9/10-total/5, 1))
 			}
+			tr := &trigger{ev: tc.ev, n: n, phase: duringServer,
+				delay: time.Duration(rng.IntN(3000)) * time.Microsecond, action: killServer}
+			plan := tr.String()
+			tp.arm(tr)
 			var extra []string
 			if tc.restart {
 				// Enough SDK retries to outlast a short outage.
 				extra = []string{"--s3-max-attempts", "10"}
 			}
 			c := runBatch(t, bin, env, tp.URL(), bucket, cfg, extra...)
-			if tc.ev == "" {
-				after := time.Duration((0.2 + 0.7*rng.Float64()) * float64(ref.elapsed))
-				plan = fmt.Sprintf("timer %v", after.Round(time.Millisecond))
-				time.AfterFunc(after, killServer)
-			}
 			restarted := false
 			if tc.restart {
 				select {

@@ -26,6 +26,9 @@ const (
 	evAbort    event = "abort"    // AbortMultipartUpload
 	evProbe    event = "probe"    // any call of the preflight's probes
 	evOther    event = "other"
+	// evAny is no call of its own: a trigger on it fires at the n-th call
+	// of any kind, a moment of the run's progress rather than of the clock.
+	evAny event = "any call"
 )
 
 // phase says when, around the server's handling of a request, an action
@@ -52,8 +55,8 @@ func (p phase) String() string {
 	return "while the server handles it"
 }
 
-// trigger fires action at the n-th event of a kind (counted from 1), in a
-// phase. The action runs in the proxy's request goroutine; the request is
+// trigger fires action at the n-th event of a kind (counted from 1), or at
+// the n-th call of any kind (evAny), in a phase. The action runs in the proxy's request goroutine; the request is
 // then failed, so whoever sent it never sees a reply.
 type trigger struct {
 	ev     event
@@ -75,6 +78,7 @@ type tap struct {
 
 	mu      sync.Mutex
 	counts  map[event]int
+	total   int // calls of any kind
 	trigger *trigger
 	fired   bool
 }
@@ -107,6 +111,7 @@ func (tp *tap) arm(tr *trigger) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	tp.counts = map[event]int{}
+	tp.total = 0
 	tp.trigger = tr
 	tp.fired = false
 }
@@ -136,7 +141,12 @@ func (tp *tap) note(r *http.Request) *trigger {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	tp.counts[ev]++
-	if tr := tp.trigger; tr != nil && !tp.fired && tr.ev == ev && tr.n == tp.counts[ev] {
+	tp.total++
+	tr := tp.trigger
+	if tr == nil || tp.fired {
+		return nil
+	}
+	if (tr.ev == ev && tr.n == tp.counts[ev]) || (tr.ev == evAny && tr.n == tp.total) {
 		tp.fired = true
 		return tr
 	}
