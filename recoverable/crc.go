@@ -23,7 +23,7 @@ func UpdateCRC64(crc uint64, p []byte) uint64 { return crc64nvme.Update(crc, p) 
 
 // CRC64Combine returns the CRC64NVME of A followed by B, given crcA, crcB and the
 // length of B, without reading the bytes again. Each part's checksum is computed
-// once, by the goroutine that uploads it, and folded into the file's running
+// once, by Write as it fills the part, and folded into the file's running
 // checksum here.
 func CRC64Combine(crcA, crcB uint64, lenB int64) uint64 {
 	if lenB <= 0 {

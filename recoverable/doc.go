@@ -88,9 +88,12 @@
 //
 // # Content identity
 //
-// Every part's CRC64NVME is computed once, by the goroutine that uploads it; it
-// is sent with the part (the server checks it) and folded into the file's
-// running checksum with CRC64Combine. A token therefore carries the CRC of all
+// Every part's CRC64NVME is computed once, by Write, as it copies the
+// caller's bytes into the part buffer (a piece at a time, while each piece is
+// still in the CPU's cache, instead of a second pass over the whole part from
+// memory before its upload). It is sent with the part, so the server refuses
+// a part whose buffer changed between Write and the upload, and it is folded
+// into the file's running checksum with CRC64Combine. A token therefore carries the CRC of all
 // the bytes it describes, across any number of recoveries, and the committer
 // sends it with CompleteMultipartUpload (a FULL_OBJECT checksum), so the server
 // itself refuses to assemble a file whose bytes differ from what was written.

@@ -43,6 +43,7 @@ type Stream struct {
 	nbufs  int           // buffers taken so far
 
 	buf       []byte // the part being filled
+	bufCRC    uint64 // CRC64NVME of buf's bytes, kept up to date by Write
 	pos       int64
 	nextPart  int32
 	seq       uint64
@@ -130,8 +131,7 @@ func (s *Stream) Write(p []byte) (n int, err error) {
 			}
 			continue
 		}
-		c := copy(s.buf[len(s.buf):s.size], p)
-		s.buf = s.buf[:len(s.buf)+c]
+		c := s.fill(p)
 		p = p[c:]
 		n += c
 		s.pos += int64(c)
@@ -142,6 +142,30 @@ func (s *Stream) Write(p []byte) (n int, err error) {
 		}
 	}
 	return n, nil
+}
+
+// crcPiece is how many bytes fill copies before it checksums them: small
+// enough that the piece just written is still in the CPU's cache when the
+// checksum reads it.
+const crcPiece = 64 << 10
+
+// fill copies as much of p as fits into the part being filled and returns
+// how many bytes it took. It checksums the bytes as it copies them, a piece
+// at a time while each piece is still in the cache, instead of reading the
+// whole part again from memory before its upload. The checksum is taken of
+// the bytes in the part buffer, so the CRC64NVME header sent with the part
+// vouches for the buffer as Write left it: if anything changed the buffer
+// before the upload read it, the server refuses the part.
+func (s *Stream) fill(p []byte) int {
+	n := min(len(p), int(s.size)-len(s.buf))
+	for done := 0; done < n; {
+		k := min(n-done, crcPiece)
+		at := len(s.buf)
+		s.buf = append(s.buf, p[done:done+k]...)
+		s.bufCRC = UpdateCRC64(s.bufCRC, s.buf[at:])
+		done += k
+	}
+	return n
 }
 
 // getBuffer returns an empty part buffer, blocking while Concurrency+1 buffers
@@ -207,12 +231,12 @@ func (s *Stream) flush() error {
 		}
 		return s.fail("write", context.Cause(s.ctx), "")
 	}
-	buf, num := s.buf, s.nextPart
-	s.buf = nil
+	buf, crc, num := s.buf, s.bufCRC, s.nextPart
+	s.buf, s.bufCRC = nil, 0
 	s.nextPart++
 	go func() {
 		defer func() { <-s.sem }()
-		part, free, err := s.uploadPart(s.ctx, num, buf)
+		part, free, err := s.uploadPart(s.ctx, num, buf, crc)
 		if !free {
 			buf = nil
 		}
@@ -222,12 +246,12 @@ func (s *Stream) flush() error {
 	return nil
 }
 
-// uploadPart uploads buf as part num and reports the part as the server saw it,
+// uploadPart uploads buf, whose CRC64NVME is crc, as part num and reports the
+// part as the server saw it,
 // and whether buf is free again: no request body over it can be read any more
 // (false when a transport still reads an abandoned attempt's body; the buffer
 // must then not be reused).
-func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte) (Part, bool, error) {
-	crc := CRC64(buf)
+func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte, crc uint64) (Part, bool, error) {
 	in := &s3.UploadPartInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.key), UploadId: aws.String(s.upload),
 		PartNumber: aws.Int32(num), ContentLength: aws.Int64(int64(len(buf))),
@@ -329,7 +353,7 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 	// consecutive.
 	s.seq++
 	seq := s.seq
-	tail := Tail{Len: int64(len(s.buf)), CRC: CRC64(s.buf)}
+	tail := Tail{Len: int64(len(s.buf)), CRC: s.bufCRC}
 	// The tail uploads while the parts in flight finish: the buffer does not
 	// change during Persist, and the token is only handed out once both are
 	// done. A side object whose Persist failed is just garbage under the
@@ -401,7 +425,7 @@ func (s *Stream) CloseForCommit(ctx context.Context) (CommitRecoverable, error) 
 		return CommitRecoverable{}, err
 	}
 	if len(s.buf) > 0 || s.nextPart == 1 {
-		part, free, err := s.uploadPart(ctx, s.nextPart, s.buf)
+		part, free, err := s.uploadPart(ctx, s.nextPart, s.buf, s.bufCRC)
 		if !free {
 			s.detach()
 		}
@@ -462,7 +486,7 @@ func (s *Stream) Dispose(ctx context.Context) error {
 // (after drain or after Dispose waited for them).
 func (s *Stream) release() {
 	s.pool.put(s.buf)
-	s.buf = nil
+	s.buf, s.bufCRC = nil, 0
 	for {
 		select {
 		case b := <-s.free:

@@ -117,6 +117,7 @@ func (w *Writer) Recover(ctx context.Context, rr ResumeRecoverable) (*Stream, er
 	s.buf = s.takeBuffer()
 	if !mutDropTail() {
 		s.buf = append(s.buf, tail...)
+		s.bufCRC = rr.Tail.CRC // fetchTail checked it against the bytes
 	}
 	return s, nil
 }
