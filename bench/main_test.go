@@ -52,9 +52,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func server(b *testing.B) *s3test.Server {
+// server is the benchmarks' S3 server, started once per process. It keeps
+// connections open between requests, as S3 does (versitygw's default closes
+// each one after its reply): a benchmark measures the requests, not a TCP
+// connection set up for every one of them.
+func server(b testing.TB) *s3test.Server {
 	b.Helper()
-	srvOnce.Do(func() { srv, srvErr = s3test.Launch(s3test.Options{}) })
+	srvOnce.Do(func() { srv, srvErr = s3test.Launch(s3test.Options{KeepAlive: true}) })
 	if srvErr != nil {
 		b.Fatal(srvErr)
 	}

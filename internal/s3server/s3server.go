@@ -64,6 +64,12 @@ type Options struct {
 	MaxParts int
 	// Root is the data folder; empty means a fresh temporary folder.
 	Root string
+	// KeepAlive lets versitygw keep a client's connection open between
+	// requests, as S3 and MinIO do; without it versitygw answers every
+	// request with "Connection: close", so each request dials anew. The
+	// benchmarks set it, so that they do not measure connection setup that
+	// a client of S3 does not pay; the tests leave it off.
+	KeepAlive bool
 	// KMSSecretKey, for MinIO, is a static KMS key ("name:base64 of 32
 	// bytes", MINIO_KMS_SECRET_KEY), which enables SSE-KMS.
 	KMSSecretKey string
@@ -219,6 +225,9 @@ func (s *Server) start() error {
 		}
 		if s.opts.MaxParts > 0 {
 			args = append(args, "--mp-max-parts", fmt.Sprint(s.opts.MaxParts))
+		}
+		if s.opts.KeepAlive {
+			args = append(args, "--keep-alive")
 		}
 		args = append(args, "posix", s.root)
 	}

@@ -42,7 +42,7 @@ func main() {
 	bin := flag.String("bin", "", "the test binary of package bench (go test -c)")
 	dir := flag.String("dir", ".", "the folder the test binary runs in")
 	out := flag.String("out", "bench-out", "the folder for the results")
-	planName := flag.String("plan", "quick", "what to run: full or quick")
+	planName := flag.String("plan", "quick", "what to run: full, stream, quick or scale")
 	rounds := flag.Int("rounds", 0, "rounds (0: the plan's)")
 	benchstat := flag.String("benchstat", "benchstat", "the benchstat executable")
 	grid := flag.String("grid", "small", "with -plan scale: the grid, full or small (see scale.go)")
@@ -68,7 +68,7 @@ func main() {
 func run(bin, dir, out, planName string, rounds int, benchstat string) error {
 	plan, ok := plans[planName]
 	if !ok {
-		return fmt.Errorf("no plan %q (full, quick)", planName)
+		return fmt.Errorf("no plan %q (full, stream, quick; or scale)", planName)
 	}
 	if rounds <= 0 {
 		rounds = plan.rounds
