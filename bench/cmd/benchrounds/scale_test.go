@@ -18,7 +18,7 @@ func TestScaleOutputs(t *testing.T) {
 				continue // a cell that did not run
 			}
 			samples["BenchmarkScalePipeline/records="+r+"/shards="+s] = map[string][]float64{
-				"sec/op": {1, 2, 3}, "records/s": {1e5}, "sink-live-MiB": {70, 72}, "proc-heap-MiB": {300},
+				"sec/op": {1, 2, 3}, "records/s": {1e5}, "sink-live-MiB": {70, 72}, "sink-held-MiB": {50}, "proc-heap-MiB": {300},
 			}
 		}
 	}
@@ -33,7 +33,7 @@ func TestScaleOutputs(t *testing.T) {
 	if !strings.Contains(md, "| 1000000 | 16 | — |") {
 		t.Errorf("a missing cell is not marked:\n%s", md)
 	}
-	if !strings.Contains(md, "| 100000 | 1 | 2.00 |") {
+	if !strings.Contains(md, "| 100000 | 1 | 2.00 |") || !strings.Contains(md, "| 50.0 | 71.0 | 300 |") {
 		t.Errorf("a cell's median is not in the table:\n%s", md)
 	}
 	svg := c.svg()
