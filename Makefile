@@ -77,7 +77,7 @@ bench: $(VERSITYGW) $(BENCHSTAT)
 		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and the ceiling, and its memory, in 12
-# rounds: about 6 minutes on 2 quiet cores.
+# rounds: 6 minutes on 2 quiet cores, as measured.
 bench-stream: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/stream
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
@@ -96,8 +96,9 @@ bench-quick: $(VERSITYGW) $(BENCHSTAT)
 # in bench-out/. SCALE_GRID=small (the default) stops at 1e6 records and
 # 1 GiB: 3 rounds, a few minutes on 2 quiet cores (one round took 9 minutes
 # under a load average of 14). SCALE_GRID=full is the whole grid, 3 rounds:
-# the 1e7-record cells dominate (about ten times a 1e6 cell each), an
-# estimated 15-20 minutes on quiet cores, hours under load.
+# the 1e7-record cells dominate (85 to 120 s each), 20 minutes on 2 quiet
+# cores as measured, far longer under load. BENCHMARKS.md has its results,
+# and bench/results/ the table and plot it wrote.
 SCALE_GRID ?= small
 bench-scale: $(VERSITYGW)
 	mkdir -p $(BENCH_OUT)

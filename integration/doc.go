@@ -11,8 +11,9 @@
 //     in a durable file and is SIGKILLed at random; resuming from the last
 //     token yields the exact object.
 //   - TestServerCrash: the S3 server is SIGKILLed mid-run (inside a commit,
-//     during a part upload, at a random time), restarted with its repair
-//     step; a rerun gives the exact output.
+//     during a part upload, during a persist, or during a random call of
+//     the run), restarted with its repair step; a rerun gives the exact
+//     output.
 //   - TestNetworkFaults: toxiproxy between the pipeline and the server adds
 //     latency, limits bandwidth, resets connections and stalls them; every
 //     run ends with the exact output or a clear error and no wrong object,
