@@ -269,6 +269,14 @@
 // it spills, 64 buffers of 16 KiB. A record larger than MaxFileBytes fails
 // the pipeline.
 //
+// Those bounds hold per bundle. A worker runs as many bundles at once as its
+// runner hands it, each with its own batch (and the writer's decoded copy
+// of it), so its peak is about that many times MaxBatchBytes. Prism hands a
+// worker the bundles of every shard that is ready: with 1e7 records of 100
+// bytes (BENCHMARKS.md, scale curve), the sink held 77 MiB with 1 shard,
+// and 708 and 515 MiB with 4 and 16. Lower MaxBatchBytes where a worker's
+// memory is tight.
+//
 // Shards defaults to DefaultShards (4) per destination, window and pane: the
 // number of files written in parallel for each. A shard split into
 // sub-batches is still written by one worker, one sub-batch after another, so
