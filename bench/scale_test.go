@@ -203,8 +203,9 @@ func startOwnHeap(every time.Duration) *ownHeap {
 				}
 				switch h.classify(r.Stack()) {
 				case ownFrame:
-					sum += scaledInUse(r)
-					held += scaledInUse(r)
+					b := scaledInUse(r)
+					sum += b
+					held += b
 				case emitFrame:
 					sum += scaledInUse(r)
 				}

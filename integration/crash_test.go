@@ -59,8 +59,9 @@ type reference struct {
 }
 
 // most is how many calls of a kind (or, for evAny, of all kinds) every run
-// of the configuration makes, at least: completions vary (a bundle-finalization callback and the commit
-// stage may both complete a file), but every file is completed once.
+// of the configuration makes, at least: completions vary (a
+// bundle-finalization callback and the commit stage may both complete a
+// file), but every file is completed once.
 func (r *reference) most(ev event) int {
 	count := func(kind event) int {
 		if kind == evComplete {

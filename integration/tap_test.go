@@ -56,8 +56,9 @@ func (p phase) String() string {
 }
 
 // trigger fires action at the n-th event of a kind (counted from 1), or at
-// the n-th call of any kind (evAny), in a phase. The action runs in the proxy's request goroutine; the request is
-// then failed, so whoever sent it never sees a reply.
+// the n-th call of any kind (evAny), in a phase. The action runs in the
+// proxy's request goroutine; the request is then failed, so whoever sent it
+// never sees a reply.
 type trigger struct {
 	ev     event
 	n      int

@@ -247,10 +247,9 @@ func (s *Stream) flush() error {
 }
 
 // uploadPart uploads buf, whose CRC64NVME is crc, as part num and reports the
-// part as the server saw it,
-// and whether buf is free again: no request body over it can be read any more
-// (false when a transport still reads an abandoned attempt's body; the buffer
-// must then not be reused).
+// part as the server saw it, and whether buf is free again: no request body
+// over it can be read any more (false when a transport still reads an
+// abandoned attempt's body; the buffer must then not be reused).
 func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte, crc uint64) (Part, bool, error) {
 	in := &s3.UploadPartInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.key), UploadId: aws.String(s.upload),
