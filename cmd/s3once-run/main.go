@@ -107,16 +107,15 @@ func run(o options, out, errOut io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		select {
-		case <-time.After(15 * time.Second):
-		case <-secondSignal():
-		}
+	// returned is closed when run returns, before stop ends ctx (deferred
+	// calls run last first), so the watchdog acts on a signal only.
+	returned := make(chan struct{})
+	defer close(returned)
+	go watchdog(ctx, returned, stopGrace, func() {
 		fmt.Fprintln(errOut, "\ns3once run: stopping now")
 		srv.Stop()
 		os.Exit(130)
-	}()
+	})
 
 	client := srv.Client(s3server.ClientOptions{MaxAttempts: 3})
 	if err := ensureBucket(ctx, client, o.bucket); err != nil {
@@ -231,11 +230,36 @@ func ensureBucket(ctx context.Context, c *s3.Client, bucket string) error {
 	return fmt.Errorf("create bucket %s: %w", bucket, err)
 }
 
-// secondSignal fires on the next SIGINT or SIGTERM.
-func secondSignal() <-chan os.Signal {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
-	return c
+// stopGrace is how long an interrupted run may take to stop by itself.
+const stopGrace = 15 * time.Second
+
+// watchdog waits for ctx to end (a first SIGINT or SIGTERM), then for run to
+// return (closing returned) within grace; if it does not, or on a second
+// signal, it calls kill. A run that returns, interrupted or not, ends the
+// watchdog without a call.
+func watchdog(ctx context.Context, returned <-chan struct{}, grace time.Duration, kill func()) {
+	select {
+	case <-ctx.Done():
+	case <-returned:
+		return
+	}
+	second := make(chan os.Signal, 1)
+	signal.Notify(second, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(second)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return
+	case <-t.C:
+	case <-second:
+	}
+	select {
+	case <-returned: // a run that returned meanwhile is never killed
+		return
+	default:
+	}
+	kill()
 }
 
 func repoRoot() (string, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
@@ -73,4 +75,59 @@ func TestRunOverOtherFilesIsRecognisedByCode(t *testing.T) {
 	if !strings.Contains(msg, "holds files of an earlier run with other settings or code") {
 		t.Errorf("the key-taken failure was not recognised as one:\n%s", msg)
 	}
+}
+
+// The watchdog that force-stops an interrupted run acts only on a signal: a
+// run that returns by itself ends it at once, before and after an interrupt.
+// (It used to take the end of run for an interrupt, and killed the process
+// 15 s after any run had returned: the test binary, between two runs.)
+func TestWatchdogActsOnInterruptOnly(t *testing.T) {
+	watch := func(ctx context.Context, returned chan struct{}, grace time.Duration) (killed chan struct{}, ended chan struct{}) {
+		killed, ended = make(chan struct{}, 1), make(chan struct{})
+		go func() {
+			defer close(ended)
+			watchdog(ctx, returned, grace, func() { killed <- struct{}{} })
+		}()
+		return killed, ended
+	}
+	wait := func(t *testing.T, ended chan struct{}) {
+		t.Helper()
+		select {
+		case <-ended:
+		case <-time.After(time.Minute):
+			t.Fatal("the watchdog did not end")
+		}
+	}
+
+	t.Run("run returns, then the context ends", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan struct{})
+		killed, ended := watch(ctx, returned, time.Nanosecond)
+		close(returned) // as run's deferred calls do: returned first,
+		cancel()        // then the signal context
+		wait(t, ended)
+		if len(killed) != 0 {
+			t.Fatal("the watchdog killed a run that had returned by itself")
+		}
+	})
+	t.Run("interrupted, and run returns within the grace", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		returned := make(chan struct{})
+		killed, ended := watch(ctx, returned, time.Hour)
+		close(returned)
+		wait(t, ended)
+		if len(killed) != 0 {
+			t.Fatal("the watchdog killed a run that stopped in time")
+		}
+	})
+	t.Run("interrupted, and run does not return", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		killed, ended := watch(ctx, make(chan struct{}), time.Millisecond)
+		wait(t, ended)
+		if len(killed) != 1 {
+			t.Fatal("the watchdog did not stop a run that outlived the grace")
+		}
+	})
 }
