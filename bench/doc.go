@@ -1,7 +1,10 @@
 // Package bench measures s3once against the tools a user would pick instead,
 // on the same machine, the same local S3 server (versitygw) and the same
-// bytes: recoverable.Stream against the AWS SDK's manager.Uploader and
-// against a bare loop of UploadPart calls, the cost of checkpoints, a
+// bytes: recoverable.Stream against the AWS SDK's manager.Uploader, against
+// a bare loop of UploadPart calls over buffers filled in advance (the
+// ceiling) and against that loop plus the copying, checksumming and listing
+// that no writer fed by Write calls can skip (the copy ceiling), the cost of
+// checkpoints, a
 // stream's peak memory, token sizes, persist and recover latency, the
 // sink.Write pipeline against Beam's textio.Write on prism, and Parquet
 // through sink.Write against Beam's parquetio.Write (the same records, one

@@ -42,6 +42,16 @@ var uploadSides = []struct {
 	// CRC64NVME header, the body UNSIGNED-PAYLOAD), and the same Complete;
 	// no copying, no checksumming, no bookkeeping.
 	{"ceiling", (*uploadBench).ceiling},
+	// The ceiling for any writer fed by Write calls: the ceiling's requests
+	// plus the work such a writer cannot leave out, done the cheapest way,
+	// with no bookkeeping. It copies each Write of 256 KiB into one of
+	// Concurrency+1 part buffers (allocated in advance), checksums each
+	// 64 KiB piece as it copies it, sends a full buffer while the next one
+	// fills, and lists the parts once before completing (the commit
+	// protocol's check of the parts against the token). Stream vs this side
+	// measures the stream's own overhead; this side vs the ceiling, what the
+	// copy, the checksum and the listing cost.
+	{"copy-ceiling", (*uploadBench).copyCeiling},
 }
 
 type uploadBench struct {
@@ -51,6 +61,9 @@ type uploadBench struct {
 	up      *manager.Uploader
 	bufs    [][]byte // the ceiling's part buffers
 	partCRC uint64
+	// free holds the copy ceiling's Concurrency+1 part buffers while no
+	// part is filled into them or sent from them.
+	free chan []byte
 }
 
 // BenchmarkUpload writes one object of each size per operation, through each
@@ -83,6 +96,8 @@ func BenchmarkUpload(b *testing.B) {
 					b.ReportMetric(alloc.perMiB(n, size), "B/MiB")
 					complete := time.Duration(u.client.completeNs.Load())
 					b.ReportMetric(float64(complete.Microseconds())/1000/float64(n), "complete-ms/op")
+					list := time.Duration(u.client.listNs.Load())
+					b.ReportMetric(float64(list.Microseconds())/1000/float64(n), "list-ms/op")
 				})
 			}
 		})
@@ -104,6 +119,10 @@ func newUploadBench(b *testing.B) *uploadBench {
 	for range concurrency {
 		u.bufs = append(u.bufs, Fill(make([]byte, partSize)))
 	}
+	u.free = make(chan []byte, concurrency+1)
+	for range concurrency + 1 {
+		u.free <- Fill(make([]byte, partSize))
+	}
 	// The ceiling's buffers are allocated and touched before the timing; so
 	// are the stream's: one file of Concurrency+1 parts, written outside the
 	// timing, leaves the writer's pool holding its part buffers, as in a
@@ -113,6 +132,9 @@ func newUploadBench(b *testing.B) *uploadBench {
 		b.Fatal(err)
 	}
 	e.deleteKey(b, warm)
+	// The timed calls alone count in complete-ms and list-ms.
+	c.completeNs.Store(0)
+	c.listNs.Store(0)
 	u.partCRC = recoverable.CRC64(u.bufs[0]) // every part holds the same bytes
 	return u
 }
@@ -154,37 +176,17 @@ func (u *uploadBench) uploaderCRC64(ctx context.Context, key string, size int64)
 }
 
 func (u *uploadBench) ceiling(ctx context.Context, key string, size int64) error {
-	if size%partSize != 0 {
-		return fmt.Errorf("ceiling: size %d is not a multiple of the part size", size)
-	}
-	c := u.client
-	bucket := aws.String(u.env.bucket)
-	out, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-		Bucket: bucket, Key: aws.String(key),
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumType: types.ChecksumTypeFullObject,
-	})
+	upload, n, err := u.create(ctx, "ceiling", key, size)
 	if err != nil {
 		return err
 	}
-	n := int(size / partSize)
 	parts := make([]types.CompletedPart, n)
-	crc := aws.String(recoverable.EncodeCRC(u.partCRC))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(concurrency)
 	for i := range n {
-		g.Go(func() error {
-			buf := u.bufs[i%len(u.bufs)]
-			num := aws.Int32(int32(i + 1))
-			p, err := c.UploadPart(gctx, &s3.UploadPartInput{
-				Bucket: bucket, Key: aws.String(key), UploadId: out.UploadId, PartNumber: num,
-				Body: bytes.NewReader(buf), ContentLength: aws.Int64(partSize),
-				ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: crc,
-			}, unsignedBody)
-			if err != nil {
-				return err
-			}
-			parts[i] = types.CompletedPart{PartNumber: num, ETag: p.ETag, ChecksumCRC64NVME: crc}
-			return nil
+		g.Go(func() (err error) {
+			parts[i], err = u.uploadPart(gctx, key, upload, i+1, u.bufs[i%len(u.bufs)], u.partCRC)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -194,10 +196,92 @@ func (u *uploadBench) ceiling(ctx context.Context, key string, size int64) error
 	for range n {
 		whole = recoverable.CRC64Combine(whole, u.partCRC, partSize)
 	}
-	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: bucket, Key: aws.String(key), UploadId: out.UploadId,
+	return u.complete(ctx, key, upload, parts, whole, size)
+}
+
+func (u *uploadBench) copyCeiling(ctx context.Context, key string, size int64) error {
+	upload, n, err := u.create(ctx, "copy ceiling", key, size)
+	if err != nil {
+		return err
+	}
+	parts := make([]types.CompletedPart, n)
+	var whole uint64
+	src := NewPattern(size)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for i := range n {
+		var buf []byte
+		select {
+		case buf = <-u.free:
+		case <-gctx.Done():
+			return g.Wait()
+		}
+		buf = buf[:0]
+		var crc uint64
+		for len(buf) < partSize {
+			p := src.Next(writeChunk)
+			for len(p) > 0 {
+				k := min(len(p), 64<<10)
+				buf = append(buf, p[:k]...)
+				crc = recoverable.UpdateCRC64(crc, p[:k])
+				p = p[k:]
+			}
+		}
+		whole = recoverable.CRC64Combine(whole, crc, partSize)
+		g.Go(func() (err error) {
+			defer func() { u.free <- buf }()
+			parts[i], err = u.uploadPart(gctx, key, upload, i+1, buf, crc)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	_, err = u.client.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(u.env.bucket), Key: aws.String(key), UploadId: aws.String(upload)})
+	if err != nil {
+		return err
+	}
+	return u.complete(ctx, key, upload, parts, whole, size)
+}
+
+// create starts a ceiling's upload of size bytes, a whole number of parts,
+// and returns its ID and the number of parts.
+func (u *uploadBench) create(ctx context.Context, side, key string, size int64) (string, int, error) {
+	if size%partSize != 0 {
+		return "", 0, fmt.Errorf("%s: size %d is not a multiple of the part size", side, size)
+	}
+	out, err := u.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket: aws.String(u.env.bucket), Key: aws.String(key),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumType: types.ChecksumTypeFullObject,
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return aws.ToString(out.UploadId), int(size / partSize), nil
+}
+
+// uploadPart sends buf, whose CRC64NVME is crc, as part num of a ceiling's
+// upload, the way the stream sends a part.
+func (u *uploadBench) uploadPart(ctx context.Context, key, upload string, num int, buf []byte, crc uint64) (types.CompletedPart, error) {
+	sum := aws.String(recoverable.EncodeCRC(crc))
+	p, err := u.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: aws.String(u.env.bucket), Key: aws.String(key), UploadId: aws.String(upload), PartNumber: aws.Int32(int32(num)),
+		Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: sum,
+	}, unsignedBody)
+	if err != nil {
+		return types.CompletedPart{}, err
+	}
+	return types.CompletedPart{PartNumber: aws.Int32(int32(num)), ETag: p.ETag, ChecksumCRC64NVME: sum}, nil
+}
+
+// complete completes a ceiling's upload as the stream's commit does: with
+// its parts, the full-object CRC64NVME, the size and If-None-Match.
+func (u *uploadBench) complete(ctx context.Context, key, upload string, parts []types.CompletedPart, crc uint64, size int64) error {
+	_, err := u.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(u.env.bucket), Key: aws.String(key), UploadId: aws.String(upload),
 		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(whole)),
+		ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(crc)),
 		ChecksumType:      types.ChecksumTypeFullObject,
 		MpuObjectSize:     aws.Int64(size),
 		IfNoneMatch:       aws.String("*"),
@@ -214,10 +298,17 @@ func (u *uploadBench) ceiling(ctx context.Context, key string, size int64) error
 var unsignedBody = s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 
 // benchClient is the client every side of BenchmarkUpload writes through: it
-// times CompleteMultipartUpload.
+// times CompleteMultipartUpload and ListParts.
 type benchClient struct {
 	*s3.Client
 	completeNs atomic.Int64
+	listNs     atomic.Int64
+}
+
+func (c *benchClient) ListParts(ctx context.Context, in *s3.ListPartsInput, opts ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
+	start := time.Now()
+	defer func() { c.listNs.Add(int64(time.Since(start))) }()
+	return c.Client.ListParts(ctx, in, opts...)
 }
 
 func (c *benchClient) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {

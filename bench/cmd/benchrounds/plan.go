@@ -75,12 +75,14 @@ var plans = map[string]struct {
 func uploadGroup(sizes []string, times map[string]string) group {
 	return group{
 		name: "upload", bench: "BenchmarkUpload",
-		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=uploader-crc64", "side=ceiling"}},
+		dims:  [][]string{sizes, {"side=stream", "side=uploader", "side=uploader-crc64", "side=ceiling", "side=copy-ceiling"}},
 		times: times,
 		benchstat: [][]string{
 			{"-col", "/side@(uploader stream)"},
 			{"-col", "/side@(uploader-crc64 stream)"},
 			{"-col", "/side@(ceiling stream)"},
+			{"-col", "/side@(copy-ceiling stream)"},
+			{"-col", "/side@(ceiling copy-ceiling)"},
 		},
 	}
 }
@@ -164,6 +166,11 @@ func checks() []check {
 			check{title: "Stream vs manager.Uploader, " + size + ": B/MiB", base: u + "uploader", test: u + "stream", unit: "B/MiB"},
 			check{title: "Stream vs manager.Uploader sending CRC64NVME, " + size + ": throughput", base: u + "uploader-crc64", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 1.0},
 			check{title: "Stream vs ceiling, " + size + ": throughput", base: u + "ceiling", test: u + "stream", unit: "sec/op", throughput: true, op: ">=", goal: 0.95},
+			// Information: the stream's own overhead over the least a
+			// writer fed by Write calls must do, and what that least
+			// (copy, checksum, listing) costs against the ceiling.
+			check{title: "Stream vs copy ceiling, " + size + ": throughput", base: u + "copy-ceiling", test: u + "stream", unit: "sec/op", throughput: true},
+			check{title: "Copy ceiling vs ceiling, " + size + ": throughput", base: u + "ceiling", test: u + "copy-ceiling", unit: "sec/op", throughput: true},
 		)
 	}
 	cs = append(cs,
