@@ -28,10 +28,16 @@ const MinSweepAge = time.Hour
 // second, so a skew below it says nothing about either clock.
 const ClockSkewNoise = 3 * time.Second
 
-// clockSlack is how far an explicit cutoff may lie past the server's Date:
-// the header has one-second resolution, and some servers (versitygw) refresh
-// it only once a second, so it can trail the LastModified of a fresh object.
-const clockSlack = 2 * time.Second
+// dateSpread is how far a server's clock may be ahead of the time it sends
+// (a Date header, a LastModified): the time has a one-second grain, and some
+// servers (versitygw) refresh their Date only once a second, so it may trail
+// the server's clock by up to two seconds.
+const dateSpread = 2 * time.Second
+
+// clockSlack is how far an explicit cutoff may lie past the server's time
+// beyond dateSpread and the round trip that read it, for a late Date
+// refresh on a loaded server.
+const clockSlack = time.Second
 
 // maxReportedFailures bounds the failures a sweep's error lists one by one.
 const maxReportedFailures = 10
@@ -97,7 +103,9 @@ type SweepReport struct {
 	Bucket, Prefix, StagingPrefix string
 	DryRun                        bool
 	// ServerNow is the server's clock when the sweep started; ClockSkew is
-	// the server's clock minus the local one.
+	// the server's clock minus the local one, zero where they may agree
+	// within the grain of the server's time and the round trip that read
+	// it, else the least difference they must have.
 	ServerNow time.Time
 	ClockSkew time.Duration
 	// Cutoff: things initiated or modified strictly before it are stale.
@@ -136,15 +144,16 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 	}
 	where := fmt.Sprintf("s3once sweep s3://%s/%s", so.Bucket, so.Prefix)
 
-	now, err := c.serverNow(ctx, so.Bucket, so.StagingPrefix)
+	clock, err := c.serverNow(ctx, so.Bucket, so.StagingPrefix)
 	if err != nil {
 		return rep, fmt.Errorf("%s: read the server's clock: %w", where, err)
 	}
+	now := clock.server
 	rep.ServerNow = now
-	rep.ClockSkew = now.Sub(time.Now()).Round(time.Second)
+	rep.ClockSkew = clock.skew().Round(time.Second)
 	rep.Cutoff = now.Add(-so.OlderThan)
 	if !so.Cutoff.IsZero() {
-		if so.Cutoff.After(now.Add(clockSlack)) {
+		if so.Cutoff.After(now.Add(dateSpread + clock.sent.Sub(clock.asked) + clockSlack)) {
 			return rep, fmt.Errorf("%s: %w: cutoff %s lies after the server's time %s; it would remove files being written", where, recoverable.ErrInvalidOptions, so.Cutoff.Format(time.RFC3339), now.Format(time.RFC3339))
 		}
 		rep.Cutoff = so.Cutoff
@@ -381,24 +390,49 @@ func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *
 	})
 }
 
+// serverClock is one reading of the server's clock: the time it sent, and
+// this machine's clock just before the request and just after the reply.
+type serverClock struct {
+	server      time.Time
+	asked, sent time.Time
+}
+
+// skew is the server's clock minus this machine's, as far as the reading
+// tells it: the server's clock stood somewhere in [server, server +
+// dateSpread) at some moment of [asked, sent] here, so clocks that may agree
+// give zero, and clocks that cannot give the least difference the reading
+// allows. A slow round trip (a loaded machine, retries) widens the reading;
+// it never makes agreeing clocks look apart.
+func (c serverClock) skew() time.Duration {
+	switch {
+	case c.server.After(c.sent):
+		return c.server.Sub(c.sent)
+	case c.server.Add(dateSpread).Before(c.asked):
+		return c.server.Add(dateSpread).Sub(c.asked)
+	}
+	return 0
+}
+
 // serverNow reads the server's clock: the Date of a cheap listing's reply, or,
 // where a server sends none, the LastModified of a probe object written (and
 // deleted) under the staging prefix.
-func (c *Committer) serverNow(ctx context.Context, bucket, staging string) (time.Time, error) {
+func (c *Committer) serverNow(ctx context.Context, bucket, staging string) (serverClock, error) {
+	asked := time.Now()
 	out, err := call(ctx, c, "list objects", func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
 		return c.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(ownkeys.Folder(staging)), MaxKeys: aws.Int32(1)})
 	})
 	if err != nil {
-		return time.Time{}, err
+		return serverClock{}, err
 	}
 	if t, ok := awsmiddleware.GetServerTime(out.ResultMetadata); ok && !t.IsZero() {
-		return t, nil
+		return serverClock{server: t, asked: asked, sent: time.Now()}, nil
 	}
+	asked = time.Now()
 	key := ownkeys.ClockProbeKey(staging, randomName())
 	if _, err := call(ctx, c, "put clock probe", func(ctx context.Context) (*s3.PutObjectOutput, error) {
 		return c.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("s3once clock probe; safe to delete\n")})
 	}); err != nil {
-		return time.Time{}, err
+		return serverClock{}, err
 	}
 	defer func() {
 		cctx, cancel := c.cleanupContext(ctx)
@@ -411,12 +445,12 @@ func (c *Committer) serverNow(ctx context.Context, bucket, staging string) (time
 		return c.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	})
 	if err != nil {
-		return time.Time{}, err
+		return serverClock{}, err
 	}
 	if head.LastModified == nil {
-		return time.Time{}, errors.New("the server sends neither a Date header nor a LastModified time")
+		return serverClock{}, errors.New("the server sends neither a Date header nor a LastModified time")
 	}
-	return *head.LastModified, nil
+	return serverClock{server: *head.LastModified, asked: asked, sent: time.Now()}, nil
 }
 
 // lifecycleWarnings reads the bucket's lifecycle rules and warns about those

@@ -157,20 +157,22 @@ func TestSweepRemovesExactlyTheStale(t *testing.T) {
 // Ages come from the server's clock: with OlderThan, what is older by the
 // server's Date goes, what is younger stays. The Date header has a one-second
 // grain and versitygw refreshes it once a second, so it may trail real time by
-// up to two seconds: the stale things are made 4.3s before the sweep.
+// up to two seconds: the stale things are made 6.3s before the fresh ones,
+// and the cutoff is 4s, which leaves the fresh ones 4s to stay fresh in until
+// the sweep lists them (on a loaded machine, a few calls can take seconds).
 func TestSweepOlderThanByServerClock(t *testing.T) {
 	e := newEnv(t)
-	fx := newSweepFixture(e, 4300*time.Millisecond)
+	fx := newSweepFixture(e, 6300*time.Millisecond)
 	c := newCommitter(t, e.client, committer.Options{})
-	rep, err := c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", OlderThan: 2 * time.Second, Force: true})
+	rep, err := c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", OlderThan: 4 * time.Second, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Uploads.Removed != 2 || rep.SideObjects.Removed != 2 || rep.Uploads.Kept != 1 || rep.SideObjects.Kept != 1 {
 		t.Fatalf("report: uploads %+v side %+v", rep.Uploads, rep.SideObjects)
 	}
-	if d := rep.ServerNow.Sub(rep.Cutoff); d != 2*time.Second {
-		t.Fatalf("cutoff %v before server time, want 2s", d)
+	if d := rep.ServerNow.Sub(rep.Cutoff); d != 4*time.Second {
+		t.Fatalf("cutoff %v before server time, want 4s", d)
 	}
 	if rep.ClockSkew > 2*time.Second || rep.ClockSkew < -2*time.Second {
 		t.Fatalf("clock skew %v against a local server", rep.ClockSkew)

@@ -159,7 +159,9 @@ func (c *stalling) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ..
 
 // TestStalledCalls: a call that gets no answer is abandoned after CallTimeout
 // and made again; the file is still exact. A server that never answers gives
-// a typed ErrCallTimeout instead of a hang.
+// a typed ErrCallTimeout instead of a hang. The calls that are not stalled
+// must finish within CallTimeout (a part of 5 MiB, under the race detector,
+// on a loaded machine), so it is a second and more.
 func TestStalledCalls(t *testing.T) {
 	const ps = streamtest.PartSize
 	ctx := context.Background()
@@ -168,7 +170,7 @@ func TestStalledCalls(t *testing.T) {
 		t.Run(fmt.Sprintf("stalls=%d", stalls), func(t *testing.T) {
 			c := &stalling{Client: server.Client(s3test.ClientOptions{}), stalls: stalls}
 			bucket := server.Bucket(t)
-			w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: ps, InlineTailMax: -1, CallTimeout: 300 * time.Millisecond})
+			w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: ps, InlineTailMax: -1, CallTimeout: 1500 * time.Millisecond})
 			s, err := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -196,7 +198,7 @@ func TestStalledCalls(t *testing.T) {
 	t.Run("never answers", func(t *testing.T) {
 		c := &stalling{Client: server.Client(s3test.ClientOptions{}), stalls: 1 << 30}
 		bucket := server.Bucket(t)
-		w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: ps, CallTimeout: 100 * time.Millisecond})
+		w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: ps, CallTimeout: time.Second})
 		s, err := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -249,9 +249,11 @@ func TestSweep(t *testing.T) {
 	open(file(0))
 	open("out/another-tool.bin") // not s3once's: never aborted
 	put(ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "old", 1, "0a1b2c3d"))
-	// The server's Date header has a one-second grain and may trail by a
-	// second: wait long enough that 2s of age is unmistakable.
-	time.Sleep(4300 * time.Millisecond)
+	// The server's Date header has a one-second grain and may trail by up
+	// to two seconds: wait long enough that 8s of age is unmistakable. The
+	// new things must stay younger than 8s through the five sweeps below,
+	// which on a loaded machine take seconds.
+	time.Sleep(10300 * time.Millisecond)
 	open(file(1))
 	open("out-v2/" + path.Base(file(2))) // a sibling folder, not under out/
 	put(ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "new", 1, "0a1b2c3d"))
@@ -259,9 +261,9 @@ func TestSweep(t *testing.T) {
 	env := []string{
 		"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey,
 	}
-	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "2s", "--endpoint", srv.Endpoint(), "--path-style"}
+	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "8s", "--endpoint", srv.Endpoint(), "--path-style"}
 
-	// A cutoff typo (2s, 7m for 7d) is refused without --force; so is a
+	// A cutoff typo (8s, 7m for 7d) is refused without --force; so is a
 	// staging prefix over the output.
 	r := runCmd(t, "", env, args...)
 	if r.code != exitUsage || !strings.Contains(r.stderr, "floor") || !strings.Contains(r.stderr, "--force") {
@@ -293,7 +295,7 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}
 	if !rep.DryRun || rep.Uploads.Stale != 1 || rep.Uploads.Removed != 0 || rep.Uploads.Kept != 1 || rep.Uploads.NotOwn != 1 || rep.Uploads.Bytes != 1000 ||
-		rep.SideObjects.Stale != 1 || rep.SideObjects.Kept != 1 || rep.OlderThanSec != 2 {
+		rep.SideObjects.Stale != 1 || rep.SideObjects.Kept != 1 || rep.OlderThanSec != 8 {
 		t.Fatalf("dry-run report %+v", rep)
 	}
 	if !strings.Contains(r.stderr, "warning: the cutoff is only") {
