@@ -68,7 +68,8 @@ type SweepOptions struct {
 	OlderThan time.Duration
 	// Cutoff, when set, replaces "server time now - OlderThan": whatever was
 	// initiated or modified strictly before it is stale. It must not lie after
-	// the server's present time (give or take the Date header's 1s grain).
+	// the server's present time, give or take the grain of the time the
+	// server sends and the round trip that read it (a few seconds).
 	Cutoff time.Time
 	// DryRun lists and measures what would be removed, and removes nothing.
 	DryRun bool
