@@ -47,7 +47,7 @@ var sinkFlagTable = []sinkFlag{
 	{"MaxBatchBytes", "max-batch-bytes", "record bytes one worker holds per shard (0: 64 MiB)"},
 	{"MaxFileBytes", "max-file-bytes", "roll files before this many record bytes (0: --max-batch-bytes)"},
 	{"MaxFileRecords", "max-file-records", "roll files at this many records (0: no limit)"},
-	{"CheckpointBytes", "checkpoint-bytes", "record bytes between two checkpoints of an open file (0: 16 MiB)"},
+	{"CheckpointBytes", "checkpoint-bytes", "record bytes between two checkpoints of an open file, at most (0: 64 MiB)"},
 	{"CheckpointInterval", "checkpoint-interval", "also checkpoint after this much time (0: the default, 5s; negative: bytes alone decide)"},
 	{"PartSize", "part-size", "multipart part size in bytes, at least 5 MiB (0: 8 MiB)"},
 	{"Concurrency", "part-concurrency", "parts uploaded at once per file (0: 4)"},
