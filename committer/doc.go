@@ -190,8 +190,10 @@
 // (ownkeys.CheckStagingApart: staging may lie under the output only below a
 // segment starting with '.' or '_'), and so is a cutoff younger than
 // MinSweepAge (an hour) unless SweepOptions.Force is set: such a cutoff is
-// far more often a typo (7m for 7d) than a plan. A clock skew under
-// ClockSkewNoise is within the Date header's grain and is not worth a word.
+// far more often a typo (7m for 7d) than a plan. SweepReport.ClockSkew
+// compares the two clocks only beyond what the reading leaves open (the
+// grain of the server's time, the round trip that read it: a slow call never
+// shows as skew), and a skew under ClockSkewNoise is not worth a word.
 //
 // The cutoff rule: OlderThan must exceed the longest time a file can stay
 // open, from the creation of its upload until its commit token is committed,
