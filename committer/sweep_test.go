@@ -15,6 +15,7 @@ import (
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -373,5 +374,29 @@ func TestSweepOnlyOwnKeys(t *testing.T) {
 		if len(e.keys(k)) != 0 {
 			t.Errorf("%s survived the sweep", k)
 		}
+	}
+}
+
+// A server whose clock is an hour off shows in the report as that skew, less
+// only what the reading leaves open (the time's grain and the round trip); a
+// server in step shows none.
+func TestSweepReportsClockSkew(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		offset time.Duration
+	}{{"in step", 0}, {"an hour ahead", time.Hour}, {"an hour behind", -time.Hour}} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := s3mem.New(s3mem.Options{Now: func() time.Time { return time.Now().Add(c.offset) }})
+			cm := newCommitter(t, fake.NewClient(s3mem.ClientOptions{}), committer.Options{})
+			rep, err := cm.Sweep(context.Background(), committer.SweepOptions{Bucket: fake.Bucket(), Prefix: "out/", OlderThan: 2 * time.Hour, Force: true, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The Date's grain and the refresh lag allowed for (2s), and a
+			// minute for the round trip on the slowest machine.
+			if d := rep.ClockSkew - c.offset; d > time.Minute || d < -time.Minute || (c.offset == 0 && rep.ClockSkew != 0) {
+				t.Fatalf("clock skew %v reported for a server %v off", rep.ClockSkew, c.offset)
+			}
+		})
 	}
 }
