@@ -82,52 +82,42 @@ func TestRunOverOtherFilesIsRecognisedByCode(t *testing.T) {
 // (It used to take the end of run for an interrupt, and killed the process
 // 15 s after any run had returned: the test binary, between two runs.)
 func TestWatchdogActsOnInterruptOnly(t *testing.T) {
-	watch := func(ctx context.Context, returned chan struct{}, grace time.Duration) (killed chan struct{}, ended chan struct{}) {
-		killed, ended = make(chan struct{}, 1), make(chan struct{})
-		go func() {
-			defer close(ended)
-			watchdog(ctx, returned, grace, func() { killed <- struct{}{} })
-		}()
-		return killed, ended
+	for _, c := range []struct {
+		name        string
+		interrupted bool // the context ends before run returns (else after, as run's deferred calls end it)
+		returns     bool
+		grace       time.Duration
+		kills       int
+		why         string
+	}{
+		{"run returns, then the context ends", false, true, time.Nanosecond, 0, "killed a run that had returned by itself"},
+		{"interrupted, and run returns within the grace", true, true, time.Hour, 0, "killed a run that stopped in time"},
+		{"interrupted, and run does not return", true, false, time.Millisecond, 1, "did not stop a run that outlived the grace"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.interrupted {
+				cancel()
+			}
+			returned := make(chan struct{})
+			killed, ended := make(chan struct{}, 1), make(chan struct{})
+			go func() {
+				defer close(ended)
+				watchdog(ctx, returned, c.grace, func() { killed <- struct{}{} })
+			}()
+			if c.returns {
+				close(returned) // as run's deferred calls do: returned first,
+			}
+			cancel() // then the signal context
+			select {
+			case <-ended:
+			case <-time.After(time.Minute):
+				t.Fatal("the watchdog did not end")
+			}
+			if len(killed) != c.kills {
+				t.Fatal("the watchdog " + c.why)
+			}
+		})
 	}
-	wait := func(t *testing.T, ended chan struct{}) {
-		t.Helper()
-		select {
-		case <-ended:
-		case <-time.After(time.Minute):
-			t.Fatal("the watchdog did not end")
-		}
-	}
-
-	t.Run("run returns, then the context ends", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		returned := make(chan struct{})
-		killed, ended := watch(ctx, returned, time.Nanosecond)
-		close(returned) // as run's deferred calls do: returned first,
-		cancel()        // then the signal context
-		wait(t, ended)
-		if len(killed) != 0 {
-			t.Fatal("the watchdog killed a run that had returned by itself")
-		}
-	})
-	t.Run("interrupted, and run returns within the grace", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		returned := make(chan struct{})
-		killed, ended := watch(ctx, returned, time.Hour)
-		close(returned)
-		wait(t, ended)
-		if len(killed) != 0 {
-			t.Fatal("the watchdog killed a run that stopped in time")
-		}
-	})
-	t.Run("interrupted, and run does not return", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		killed, ended := watch(ctx, make(chan struct{}), time.Millisecond)
-		wait(t, ended)
-		if len(killed) != 1 {
-			t.Fatal("the watchdog did not stop a run that outlived the grace")
-		}
-	})
 }
