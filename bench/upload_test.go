@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -340,4 +341,62 @@ func (c *benchClient) CompleteMultipartUpload(ctx context.Context, in *s3.Comple
 	start := time.Now()
 	defer func() { c.completeNs.Add(int64(time.Since(start))) }()
 	return c.Client.CompleteMultipartUpload(ctx, in, opts...)
+}
+
+// turnSides are the sides BenchmarkUploadInTurns writes through in turns:
+// uploadSides' ceiling, copy-ceiling and stream.
+var turnSides = []string{"ceiling", "copy-ceiling", "stream"}
+
+// BenchmarkUploadInTurns writes files of each size through the ceiling, the
+// copy ceiling and the stream in turns, in one process, and reports their
+// throughput ratios file by file. One operation is one file through each of
+// the three sides, in an order that rotates from operation to operation, so
+// that in every three operations each side goes first, second and third
+// once. BenchmarkUpload runs each side in a process of its own, seconds or
+// minutes apart; whatever the machine does over such spans (another
+// tenant's load, the kernel's writeback) differs between the sides' samples
+// and widens the interval of their ratio. Here three files a few hundred
+// milliseconds apart share it, and their ratio cancels it.
+//
+// Metrics, each the geometric mean over the operations of the ratio of two
+// sides' throughputs in that operation (above 1: the first is faster):
+// stream/ceiling, stream/copy-ceiling and copy-ceiling/ceiling.
+func BenchmarkUploadInTurns(b *testing.B) {
+	for _, size := range []int64{64 * MiB, 256 * MiB, 1 * GiB} {
+		b.Run("size="+sizeName(size), func(b *testing.B) {
+			u := newUploadBench(b)
+			ctx := context.Background()
+			b.SetBytes(size * int64(len(turnSides)))
+			run := map[string]func(u *uploadBench, ctx context.Context, key string, size int64) error{}
+			for _, s := range uploadSides {
+				run[s.name] = s.run
+			}
+			var logs [3]float64 // sums of log(stream/ceiling), log(stream/copy), log(copy/ceiling)
+			n := 0
+			for b.Loop() {
+				secs := map[string]float64{}
+				for i := range turnSides {
+					side := turnSides[(i+n)%len(turnSides)]
+					key := fmt.Sprintf("turns/%s/%s/%d", sizeName(size), side, n)
+					start := time.Now()
+					if err := run[side](u, ctx, key, size); err != nil {
+						b.Fatal(err)
+					}
+					secs[side] = time.Since(start).Seconds()
+					b.StopTimer()
+					u.env.checkSize(b, key, size)
+					u.env.deleteKey(b, key)
+					b.StartTimer()
+				}
+				// A throughput ratio is the inverse ratio of the times.
+				logs[0] += math.Log(secs["ceiling"] / secs["stream"])
+				logs[1] += math.Log(secs["copy-ceiling"] / secs["stream"])
+				logs[2] += math.Log(secs["ceiling"] / secs["copy-ceiling"])
+				n++
+			}
+			for i, unit := range []string{"stream/ceiling", "stream/copy-ceiling", "copy-ceiling/ceiling"} {
+				b.ReportMetric(math.Exp(logs[i]/float64(n)), unit)
+			}
+		})
+	}
 }

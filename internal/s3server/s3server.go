@@ -62,8 +62,13 @@ type Options struct {
 	// MaxParts lowers the server's multipart part ceiling (versitygw
 	// --mp-max-parts); 0 keeps S3's 10,000. Versitygw only.
 	MaxParts int
-	// Root is the data folder; empty means a fresh temporary folder.
+	// Root is the data folder; empty means a fresh temporary folder, made
+	// under TempDir and removed by Stop.
 	Root string
+	// TempDir is where the fresh temporary root is made when Root is empty;
+	// empty means the system's temporary folder. The benchmarks point it at
+	// a RAM-backed folder.
+	TempDir string
 	// KeepAlive lets versitygw keep a client's connection open between
 	// requests, as S3 and MinIO do; without it versitygw answers every
 	// request with "Connection: close", so each request dials anew. The
@@ -139,7 +144,7 @@ func repoRoot() (string, error) {
 func Launch(opts Options) (*Server, error) {
 	root := opts.Root
 	if root == "" {
-		d, err := os.MkdirTemp("", "s3once-s3-*")
+		d, err := os.MkdirTemp(opts.TempDir, "s3once-s3-*")
 		if err != nil {
 			return nil, fmt.Errorf("s3server: temp root: %w", err)
 		}

@@ -94,3 +94,37 @@ func uCDF(m, n int) []float64 {
 	}
 	return cdf
 }
+
+// medianCI returns the median of values with a distribution-free confidence
+// interval for the median of the distribution they were drawn from: the
+// order statistics x(k) and x(n+1-k) (1-based, ascending), where k is the
+// largest for which P(B < k) is at most (1-want)/2, B being the number of
+// values below the median, binomial (n, 1/2). That is the interval of the
+// sign test; it assumes only that the values are independent. level is the
+// interval's actual confidence (0.961 for 12 values and 0.95 wanted), or the
+// widest interval's level when there are too few values to reach want.
+func medianCI(values []float64, want float64) (est, lo, hi, level float64) {
+	n := len(values)
+	if n == 0 {
+		return math.NaN(), math.NaN(), math.NaN(), 0
+	}
+	x := slices.Sorted(slices.Values(values))
+	est = median(x)
+	// below[j] = P(B <= j).
+	below := make([]float64, n+1)
+	p, acc := math.Pow(0.5, float64(n)), 0.0 // P(B = 0)
+	for j := 0; j <= n; j++ {
+		acc += p
+		below[j] = acc
+		p = p * float64(n-j) / float64(j+1)
+	}
+	alpha := (1 - want) / 2
+	k := 0
+	for k < n/2 && below[k] <= alpha {
+		k++
+	}
+	if k == 0 {
+		return est, x[0], x[n-1], 1 - 2*below[0]
+	}
+	return est, x[k-1], x[n-k], 1 - 2*below[k-1]
+}

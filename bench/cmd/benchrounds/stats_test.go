@@ -47,3 +47,27 @@ func TestRatioCI(t *testing.T) {
 		t.Errorf("3 vs 3: [%v, %v] at %v", lo, hi, level)
 	}
 }
+
+func TestMedianCI(t *testing.T) {
+	values := []float64{12, 3, 7, 1, 9, 5, 11, 2, 8, 4, 10, 6} // 1..12, shuffled
+	est, lo, hi, level := medianCI(values, 0.95)
+	// n = 12: P(B <= 2) = 79/4096 = 0.0193, P(B <= 3) = 0.0730, so k = 3:
+	// the 3rd and the 10th values, at 1 - 2 x 0.0193.
+	if est != 6.5 || lo != 3 || hi != 10 || math.Abs(level-(1-2*79.0/4096)) > 1e-12 {
+		t.Errorf("12 values: %v [%v, %v] at %v, want 6.5 [3, 10] at 0.961", est, lo, hi, level)
+	}
+	// n = 6: only k = 1 reaches 0.95 (P(B = 0) = 1/64): the extremes.
+	est, lo, hi, level = medianCI([]float64{4, 1, 6, 2, 5, 3}, 0.95)
+	if est != 3.5 || lo != 1 || hi != 6 || math.Abs(level-(1-2.0/64)) > 1e-12 {
+		t.Errorf("6 values: %v [%v, %v] at %v, want 3.5 [1, 6] at 0.969", est, lo, hi, level)
+	}
+	// n = 4 cannot reach 0.95: the extremes, at the level they have.
+	_, lo, hi, level = medianCI([]float64{1, 2, 3, 4}, 0.95)
+	if lo != 1 || hi != 4 || math.Abs(level-(1-2.0/16)) > 1e-12 {
+		t.Errorf("4 values: [%v, %v] at %v, want [1, 4] at 0.875", lo, hi, level)
+	}
+	// The input is left as it was.
+	if values[0] != 12 {
+		t.Errorf("medianCI sorted its input")
+	}
+}

@@ -56,6 +56,8 @@ func summary(samples map[string]map[string][]float64) string {
 	b.WriteString("## Summary\n\n")
 	fmt.Fprintf(&b, "Ratios are test/base (for throughput: test's throughput over base's), with a %.0f%% distribution-free interval\n", confidence*100)
 	b.WriteString("(Hodges-Lehmann, the interval of benchstat's Mann-Whitney U test; its exact level in brackets).\n")
+	b.WriteString("Ratios measured in turns within each run (\"in turns\") are the median over the runs, with the sign test's\n")
+	b.WriteString("interval for the median.\n")
 	b.WriteString("A goal is met only when the whole interval clears it.\n\n")
 	b.WriteString("| check | n | ratio or value | interval | goal | met |\n|---|---|---|---|---|---|\n")
 	for _, c := range checks() {
@@ -66,6 +68,17 @@ func summary(samples map[string]map[string][]float64) string {
 		goal := "—"
 		if c.op != "" {
 			goal = fmt.Sprintf("%s %s", c.op, format(c.goal))
+		}
+		if c.inRun {
+			// Ratios measured within each run: their median's interval.
+			est, lo, hi, level := medianCI(test, confidence)
+			met := "—"
+			if c.op != "" {
+				met = verdict(c.op == ">=" && lo >= c.goal || c.op == "<=" && hi <= c.goal)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s (median %s) | [%s, %s] (%.1f%%, sign test) | %s | %s |\n",
+				c.title, len(test), format(est), c.unit, format(lo), format(hi), level*100, goal, met)
+			continue
 		}
 		if c.base == "" {
 			// A bound on the values themselves.
