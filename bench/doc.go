@@ -16,8 +16,12 @@
 // comparison is a sub-benchmark named side=<name>, so one run can interleave
 // the sides; `make bench` does that with the benchrounds program (see
 // cmd/benchrounds), which runs every side once per round, for several rounds,
-// and compares the sides with benchstat. BENCHMARKS.md at the repository root
-// holds the results.
+// and compares the sides with benchstat. The stream and the two ceilings are
+// also compared in turns within one process (BenchmarkUploadInTurns), file
+// by file, so that their ratio does not carry what the machine did between
+// two processes. The benchmark server keeps its data in RAM where the
+// machine has /dev/shm. BENCHMARKS.md at the repository root holds the
+// results.
 //
 // Nothing here is imported by the library: the package only holds the data
 // source and the memory sampler the benchmarks share.

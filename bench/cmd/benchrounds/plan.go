@@ -76,12 +76,13 @@ var plans = map[string]struct {
 }
 
 // turnsTimes: 18 operations of 64 MiB (54 files, about 12 s), 6 of 256 MiB
-// (18 files, about 14 s) and 3 of 1 GiB (9 files, about 27 s). A pilot of
+// (18 files, about 14 s) and 6 of 1 GiB (18 files, about 55 s). A pilot of
 // 12 rounds with 6, 3 and 3 operations found the runs' ratios spread by 3.7%,
 // 4.0% and 3.2% (standard deviation of their logarithms), against margins of
-// about 1.5%, 3% and 4% between the medians and the goal; the smaller files
-// get more operations, to narrow their spread by the square root of the count.
-var turnsTimes = map[string]string{"size=64MiB": "18x", "size=256MiB": "6x", "size=1GiB": "3x"}
+// about 1.5%, 3% and 4% between the medians and the goal; a run's spread
+// narrows with the square root of its operations. With 18, 6 and 3 they
+// spread by 2.6%, 2.4% and 4.6%: 1 GiB has 6 since.
+var turnsTimes = map[string]string{"size=64MiB": "18x", "size=256MiB": "6x", "size=1GiB": "6x"}
 
 func uploadGroup(sizes []string, times map[string]string) group {
 	return group{
