@@ -64,11 +64,12 @@ fuzz:
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
 # comparison runs as its own process, once per round, the rounds interleaved,
 # and benchstat compares them. Raw results and the report go to bench-out/.
-# `make bench` takes about 14 minutes on 2 quiet cores (13 as measured
-# before the copy ceiling joined the stream's sides, which adds about a
-# minute; the pipeline and Parquet sides at 1e6 records are most of it; far
-# longer with other work running); `make bench-quick` is a smoke run of a few minutes (fewer
-# rounds, smaller sizes).
+# `make bench` takes about 21 minutes on 2 quiet cores (13 as measured
+# before the copy ceiling and the stream's runs in turns joined it, which
+# add about a minute and, as measured in `make bench-stream`, 67 s a round;
+# the pipeline and Parquet sides at 1e6 records and the runs in turns are
+# most of it; far longer with other work running); `make bench-quick` is a
+# smoke run of a few minutes (fewer rounds, smaller sizes).
 BENCH_OUT := bench-out
 
 bench: $(VERSITYGW) $(BENCHSTAT)
@@ -77,8 +78,9 @@ bench: $(VERSITYGW) $(BENCHSTAT)
 	$(GO) run ./bench/cmd/benchrounds -plan full -bin $(BENCH_OUT)/bench.test -dir bench \
 		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
-# The stream against its peers and both ceilings, and its memory, in 12
-# rounds: 8 minutes on 2 quiet cores, as measured.
+# The stream against its peers and both ceilings, in separate processes
+# and in turns within one, and its memory, in 12 rounds: 22 minutes on 2
+# quiet cores, as measured.
 bench-stream: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/stream
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
