@@ -79,8 +79,8 @@ bench: $(VERSITYGW) $(BENCHSTAT)
 		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and both ceilings, in separate processes
-# and in turns within one, and its memory, in 12 rounds: 22 minutes on 2
-# quiet cores, as measured.
+# and in turns within one, and its memory, in 12 rounds: about 23 minutes on 2
+# quiet cores, as measured (22 to 24).
 bench-stream: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/stream
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
