@@ -72,23 +72,15 @@ func summary(samples map[string]map[string][]float64) string {
 		if c.inRun {
 			// Ratios measured within each run: their median's interval.
 			est, lo, hi, level := medianCI(test, confidence)
-			met := "—"
-			if c.op != "" {
-				met = verdict(c.op == ">=" && lo >= c.goal || c.op == "<=" && hi <= c.goal)
-			}
 			fmt.Fprintf(&b, "| %s | %d | %s (median %s) | [%s, %s] (%.1f%%, sign test) | %s | %s |\n",
-				c.title, len(test), format(est), c.unit, format(lo), format(hi), level*100, goal, met)
+				c.title, len(test), format(est), c.unit, format(lo), format(hi), level*100, goal, c.met(lo, hi))
 			continue
 		}
 		if c.base == "" {
 			// A bound on the values themselves.
 			s := slices.Sorted(slices.Values(test))
-			met := "—"
-			if c.op != "" {
-				met = verdict(c.op == ">=" && s[0] >= c.goal || c.op == "<=" && s[len(s)-1] <= c.goal)
-			}
 			fmt.Fprintf(&b, "| %s | %d | median %s %s | min %s, max %s | %s | %s |\n",
-				c.title, len(s), format(median(s)), c.unit, format(s[0]), format(s[len(s)-1]), goal, met)
+				c.title, len(s), format(median(s)), c.unit, format(s[0]), format(s[len(s)-1]), goal, c.met(s[0], s[len(s)-1]))
 			continue
 		}
 		base := samples[c.base][c.unit]
@@ -103,22 +95,23 @@ func summary(samples map[string]map[string][]float64) string {
 		} else {
 			est, lo, hi, level = ratioCI(base, test, confidence)
 		}
-		met := "—"
-		if c.op != "" {
-			met = verdict(c.op == ">=" && lo >= c.goal || c.op == "<=" && hi <= c.goal)
-		}
 		unit := c.unit
 		if c.throughput {
 			unit = "throughput"
 		}
 		fmt.Fprintf(&b, "| %s | %d+%d | %s (%s) | [%s, %s] (%.1f%%) | %s | %s |\n",
-			c.title, len(base), len(test), format(est), unit, format(lo), format(hi), level*100, goal, met)
+			c.title, len(base), len(test), format(est), unit, format(lo), format(hi), level*100, goal, c.met(lo, hi))
 	}
 	return b.String()
 }
 
-func verdict(ok bool) string {
-	if ok {
+// met is the summary's verdict on c for an interval [lo, hi] (for a bound,
+// the smallest and largest values): the whole of it must clear the goal.
+func (c check) met(lo, hi float64) string {
+	switch {
+	case c.op == "":
+		return "—"
+	case c.op == ">=" && lo >= c.goal || c.op == "<=" && hi <= c.goal:
 		return "yes"
 	}
 	return "**no**"
