@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -262,9 +263,21 @@ func TestSpillHolderChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	fmt.Println("spill", sp.dir)
+	// The spill must stay reachable while the helper waits: were it garbage,
+	// a collection would run its lock file's cleanup, which closes the file
+	// and so drops the lock, and the helper would look dead while it lives.
+	// The helper collects before it reports, so that a spill left unreachable
+	// shows here every time, not only when a busy machine happens to collect.
+	heldSpill = sp
+	dir := sp.dir
+	runtime.GC()
+	runtime.GC()
+	fmt.Println("spill", dir)
 	select {} // until SIGKILL
 }
+
+// heldSpill keeps the helper's spill, and so its lock, reachable.
+var heldSpill *spill
 
 // setupBatchFn runs the batching DoFn's Setup, as a worker does when it
 // builds the DoFn.
