@@ -64,12 +64,12 @@ fuzz:
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
 # comparison runs as its own process, once per round, the rounds interleaved,
 # and benchstat compares them. Raw results and the report go to bench-out/.
-# `make bench` takes about 21 minutes on 2 quiet cores (13 as measured
-# before the copy ceiling and the stream's runs in turns joined it, which
-# add about a minute and, as measured in `make bench-stream`, 67 s a round;
-# the pipeline and Parquet sides at 1e6 records and the runs in turns are
-# most of it; far longer with other work running); `make bench-quick` is a
-# smoke run of a few minutes (fewer rounds, smaller sizes).
+# `make bench` takes about 20 minutes on 2 quiet cores (14 as measured
+# with three sides in turns; the uploader as a fourth adds about 50 s a
+# round; the runs in turns and the pipeline and Parquet sides at 1e6
+# records are most of it; far longer with other work running);
+# `make bench-quick` is a smoke run of a few minutes (fewer rounds, smaller
+# sizes).
 BENCH_OUT := bench-out
 
 bench: $(VERSITYGW) $(BENCHSTAT)
@@ -79,8 +79,9 @@ bench: $(VERSITYGW) $(BENCHSTAT)
 		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and both ceilings, in separate processes
-# and in turns within one, and its memory, in 12 rounds: about 23 minutes on 2
-# quiet cores, as measured (22 to 24).
+# and in turns within one, and its memory, in 12 rounds: about 33 minutes on 2
+# quiet cores (22 to 24 as measured with three sides in turns; the uploader
+# as a fourth adds about 50 s a round).
 bench-stream: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/stream
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench

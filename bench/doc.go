@@ -16,10 +16,10 @@
 // comparison is a sub-benchmark named side=<name>, so one run can interleave
 // the sides; `make bench` does that with the benchrounds program (see
 // cmd/benchrounds), which runs every side once per round, for several rounds,
-// and compares the sides with benchstat. The stream and the two ceilings are
-// also compared in turns within one process (BenchmarkUploadInTurns), file
-// by file, so that their ratio does not carry what the machine did between
-// two processes. The benchmark server keeps its data in RAM where the
+// and compares the sides with benchstat. The stream, the two ceilings and
+// manager.Uploader are also compared in turns within one process
+// (BenchmarkUploadInTurns), file by file, so that their ratios do not carry
+// what the machine did between two processes. The benchmark server keeps its data in RAM where the
 // machine has /dev/shm. BENCHMARKS.md at the repository root holds the
 // results.
 //

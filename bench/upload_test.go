@@ -344,23 +344,33 @@ func (c *benchClient) CompleteMultipartUpload(ctx context.Context, in *s3.Comple
 }
 
 // turnSides are the sides BenchmarkUploadInTurns writes through in turns:
-// uploadSides' ceiling, copy-ceiling and stream.
-var turnSides = []string{"ceiling", "copy-ceiling", "stream"}
+// uploadSides' ceiling, copy-ceiling, stream and uploader.
+var turnSides = []string{"ceiling", "copy-ceiling", "stream", "uploader"}
+
+// turnRatios are the throughput ratios BenchmarkUploadInTurns reports, each
+// a pair of turnSides: {faster if above 1, the other}.
+var turnRatios = [][2]string{
+	{"stream", "ceiling"},
+	{"stream", "copy-ceiling"},
+	{"copy-ceiling", "ceiling"},
+	{"stream", "uploader"},
+}
 
 // BenchmarkUploadInTurns writes files of each size through the ceiling, the
-// copy ceiling and the stream in turns, in one process, and reports their
-// throughput ratios file by file. One operation is one file through each of
-// the three sides, in an order that rotates from operation to operation, so
-// that in every three operations each side goes first, second and third
-// once. BenchmarkUpload runs each side in a process of its own, seconds or
-// minutes apart; whatever the machine does over such spans (another
-// tenant's load, the kernel's writeback) differs between the sides' samples
-// and widens the interval of their ratio. Here three files a few hundred
-// milliseconds apart share it, and their ratio cancels it.
+// copy ceiling, the stream and manager.Uploader in turns, in one process,
+// and reports their throughput ratios file by file. One operation is one
+// file through each side, in an order that rotates from operation to
+// operation, so that in every four operations each side goes first,
+// second, third and last once. BenchmarkUpload runs each side in a process
+// of its own, seconds or minutes apart; whatever the machine does over such
+// spans (another tenant's load, the kernel's writeback) differs between the
+// sides' samples and widens the interval of their ratio. Here files a few
+// hundred milliseconds apart share it, and their ratio cancels it.
 //
 // Metrics, each the geometric mean over the operations of the ratio of two
 // sides' throughputs in that operation (above 1: the first is faster):
-// stream/ceiling, stream/copy-ceiling and copy-ceiling/ceiling.
+// stream/ceiling, stream/copy-ceiling, copy-ceiling/ceiling and
+// stream/uploader (turnRatios).
 func BenchmarkUploadInTurns(b *testing.B) {
 	for _, size := range []int64{64 * MiB, 256 * MiB, 1 * GiB} {
 		b.Run("size="+sizeName(size), func(b *testing.B) {
@@ -382,7 +392,7 @@ func BenchmarkUploadInTurns(b *testing.B) {
 				}
 				u.env.deleteKey(b, key)
 			}
-			var logs [3]float64 // sums of log(stream/ceiling), log(stream/copy), log(copy/ceiling)
+			logs := make([]float64, len(turnRatios)) // sums of the ratios' logarithms
 			n := 0
 			for b.Loop() {
 				secs := map[string]float64{}
@@ -400,13 +410,13 @@ func BenchmarkUploadInTurns(b *testing.B) {
 					b.StartTimer()
 				}
 				// A throughput ratio is the inverse ratio of the times.
-				logs[0] += math.Log(secs["ceiling"] / secs["stream"])
-				logs[1] += math.Log(secs["copy-ceiling"] / secs["stream"])
-				logs[2] += math.Log(secs["ceiling"] / secs["copy-ceiling"])
+				for i, r := range turnRatios {
+					logs[i] += math.Log(secs[r[1]] / secs[r[0]])
+				}
 				n++
 			}
-			for i, unit := range []string{"stream/ceiling", "stream/copy-ceiling", "copy-ceiling/ceiling"} {
-				b.ReportMetric(math.Exp(logs[i]/float64(n)), unit)
+			for i, r := range turnRatios {
+				b.ReportMetric(math.Exp(logs[i]/float64(n)), r[0]+"/"+r[1])
 			}
 		})
 	}
