@@ -30,6 +30,9 @@ const (
 	DefaultShards = 4
 	// MaxShards bounds Config.Shards.
 	MaxShards = 10000
+	// LatestOutputVersion is the output version a Config with OutputVersion
+	// 0 writes (see Config.OutputVersion).
+	LatestOutputVersion = 2
 	// DefaultMaxBatchBytes is the default bound on the record bytes of one
 	// shard of one destination, window and pane.
 	DefaultMaxBatchBytes = 64 << 20
@@ -265,6 +268,21 @@ type Config struct {
 	PartSize      int64
 	Concurrency   int
 	InlineTailMax int
+
+	// OutputVersion chooses the version of s3once's output: which shard a
+	// record lands in, the file names, the encodings, and the objects that
+	// describe the output (partition manifests, the settings marker's
+	// contents). A file's bytes are a function of the input, the settings
+	// and the output version, and a folder keeps the version it was first
+	// written with, so that reruns after an upgrade still match. 0 means
+	// LatestOutputVersion, for a new folder. 1 is the output of the first
+	// releases: files only, no partition manifests, completion markers as
+	// they were. 2 adds a manifest per partition and records the
+	// libraries' canary digests in the settings marker. A run into a folder
+	// of another version is refused before any commit, with the value to
+	// set; a folder that holds s3once files but no settings marker is of
+	// version 1.
+	OutputVersion int
 }
 
 // settings is a Config checked and with its defaults filled in: the one
@@ -311,6 +329,9 @@ type settings struct {
 	Concurrency   int   `json:"concurrency,omitempty"`
 	InlineTailMax int   `json:"inlineTailMax,omitempty"`
 
+	// OutputVersion is 1 or 2: 0 is resolved to LatestOutputVersion.
+	OutputVersion int `json:"outputVersion,omitempty"`
+
 	Requests requestSettings `json:"requests,omitzero"`
 }
 
@@ -337,6 +358,7 @@ func (c Config) settings() (settings, error) {
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
 		FinalizeCommit: c.FinalizeCommit,
 		PartSize:       c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
+		OutputVersion: c.OutputVersion,
 	}
 
 	if err := checkBucket(s.Bucket); err != nil {
@@ -426,6 +448,13 @@ func (c Config) settings() (settings, error) {
 		bad("ResumeDelay %v must be in (0, 1h]", s.ResumeDelay)
 	}
 
+	if s.OutputVersion == 0 {
+		s.OutputVersion = LatestOutputVersion
+	}
+	if s.OutputVersion < 1 || s.OutputVersion > LatestOutputVersion {
+		bad("OutputVersion %d must be 1 or %d (0 means %d, for a new folder)", s.OutputVersion, LatestOutputVersion, LatestOutputVersion)
+	}
+
 	var reqProblems []string
 	s.Requests, reqProblems = c.requestSettings()
 	problems = append(problems, reqProblems...)
@@ -457,7 +486,7 @@ func (s settings) forCommit() settings {
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
 		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
-		Requests: s.Requests,
+		Requests: s.Requests, OutputVersion: s.OutputVersion,
 	}
 }
 

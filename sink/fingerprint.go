@@ -81,13 +81,6 @@ func shown(v string) string {
 
 // ---- what the marker records ---------------------------------------------
 
-// outputVersion is the version of s3once's output format: the file-name
-// template, the record encodings of the built-in formats, the framing of
-// compressed members, the Parquet row encoding and footer. It changes only
-// when a build of s3once would write other bytes or names for the same
-// records and settings (TestOutputGolden guards it).
-const outputVersion = "1"
-
 // fileNames is the file-name template, recorded so that a change of it
 // cannot go unnoticed.
 const fileNames = "<destination>/<window>-pane-<n>-shard-<SSSSS>-of-<NNNNN>[-batch-<BB>-of-<MM>]-file-<FFFFF>"
@@ -168,7 +161,7 @@ func (s settings) fingerprint() fingerprint {
 		{"max-batch-bytes", itoa(s.MaxBatchBytes)},
 		{"max-file-bytes", itoa(s.MaxFileBytes)},
 		{"max-file-records", itoa(s.MaxFileRecords)},
-		{"output-version", outputVersion},
+		{"output-version", strconv.Itoa(s.OutputVersion)},
 		{"parquet-compression", pqComp},
 		{"parquet-library", pqLib},
 		{"parquet-row-group-bytes", pqBytes},
