@@ -23,6 +23,7 @@ import (
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/settingsmarker"
 )
 
 // ErrSettingsChanged is wrapped by the error of a run, or of Preflight, whose
@@ -108,20 +109,22 @@ var settingLabels = map[string]string{
 	"shards":                    "Shards",
 }
 
-// setting is one name and value of a marker.
-type setting struct{ name, value string }
+// setting is one name and value of a marker; fingerprint a marker's
+// content (internal/settingsmarker holds its encoding).
+type (
+	setting     = settingsmarker.Setting
+	fingerprint = settingsmarker.Settings
+)
 
-// fingerprint is a marker's content: settings sorted by name, each once.
-type fingerprint []setting
+func encodeFingerprint(fp fingerprint) []byte { return settingsmarker.Encode(fp) }
 
-func (fp fingerprint) get(name string) (string, bool) {
-	for _, s := range fp {
-		if s.name == name {
-			return s.value, true
-		}
-	}
-	return "", false
-}
+func decodeFingerprint(b []byte) (fingerprint, error) { return settingsmarker.Decode(b) }
+
+// errSettingsMarker is wrapped by decodeFingerprint's errors.
+var errSettingsMarker = settingsmarker.ErrInvalid
+
+// maxSettingsBytes bounds a marker (and what is read of one).
+const maxSettingsBytes = settingsmarker.MaxBytes
 
 // fingerprint is what the settings marker records for s: every setting the
 // bytes or names of a file depend on, besides the records themselves, the
@@ -153,20 +156,20 @@ func (s settings) fingerprint() fingerprint {
 		}
 	}
 	return fingerprint{
-		{"checkpoint-sync-bytes", sync},
-		{"compression", s.Compression},
-		{"compression-library", codecLib},
-		{"file-names", fileNames + ext},
-		{"format", s.Format},
-		{"max-batch-bytes", itoa(s.MaxBatchBytes)},
-		{"max-file-bytes", itoa(s.MaxFileBytes)},
-		{"max-file-records", itoa(s.MaxFileRecords)},
-		{"output-version", strconv.Itoa(s.OutputVersion)},
-		{"parquet-compression", pqComp},
-		{"parquet-library", pqLib},
-		{"parquet-row-group-bytes", pqBytes},
-		{"parquet-row-group-records", pqRecords},
-		{"shards", itoa(int64(s.Shards))},
+		{Name: "checkpoint-sync-bytes", Value: sync},
+		{Name: "compression", Value: s.Compression},
+		{Name: "compression-library", Value: codecLib},
+		{Name: "file-names", Value: fileNames + ext},
+		{Name: "format", Value: s.Format},
+		{Name: "max-batch-bytes", Value: itoa(s.MaxBatchBytes)},
+		{Name: "max-file-bytes", Value: itoa(s.MaxFileBytes)},
+		{Name: "max-file-records", Value: itoa(s.MaxFileRecords)},
+		{Name: "output-version", Value: strconv.Itoa(s.OutputVersion)},
+		{Name: "parquet-compression", Value: pqComp},
+		{Name: "parquet-library", Value: pqLib},
+		{Name: "parquet-row-group-bytes", Value: pqBytes},
+		{Name: "parquet-row-group-records", Value: pqRecords},
+		{Name: "shards", Value: itoa(int64(s.Shards))},
 	}
 }
 
@@ -232,146 +235,17 @@ func moduleOf(pkg string) string {
 func changes(was, now fingerprint) []SettingChange {
 	var out []SettingChange
 	for _, n := range now {
-		w, ok := was.get(n.name)
-		if !ok || w == n.value {
+		w, ok := was.Get(n.Name)
+		if !ok || w == n.Value {
 			continue
 		}
-		label := settingLabels[n.name]
+		label := settingLabels[n.Name]
 		if label == "" {
-			label = n.name
+			label = n.Name
 		}
-		out = append(out, SettingChange{Setting: label, Was: w, Now: n.value})
+		out = append(out, SettingChange{Setting: label, Was: w, Now: n.Value})
 	}
 	return out
-}
-
-// ---- the marker's bytes ----------------------------------------------------
-
-// The marker is canonical text, so that equal settings give equal bytes and
-// an operator can read it:
-//
-//	s3once-settings 1\n
-//	<name>=<value>\n        one line per setting, names strictly increasing
-//
-// A name is 1 to 64 bytes of [a-z0-9-]. A value is printable ASCII, with
-// '%' and every byte outside 0x20-0x7E written as %XX (upper-case hex), and
-// nothing else escaped. The first line's number is the marker's version: a
-// reader refuses a version it does not know, and within version 1 takes
-// names it does not know (a later build may record more settings).
-const (
-	settingsMagic   = "s3once-settings "
-	settingsVersion = 1
-	// maxSettingsBytes bounds a marker (and what is read of one).
-	maxSettingsBytes = 64 << 10
-	maxSettingName   = 64
-)
-
-// errSettingsMarker is wrapped by decodeFingerprint's errors.
-var errSettingsMarker = errors.New("not a settings marker of this s3once version")
-
-func encodeFingerprint(fp fingerprint) []byte {
-	var b bytes.Buffer
-	b.WriteString(settingsMagic)
-	b.WriteString(strconv.Itoa(settingsVersion))
-	b.WriteByte('\n')
-	for _, s := range fp {
-		b.WriteString(s.name)
-		b.WriteByte('=')
-		for i := 0; i < len(s.value); i++ {
-			c := s.value[i]
-			if c < 0x20 || c > 0x7e || c == '%' {
-				fmt.Fprintf(&b, "%%%02X", c)
-				continue
-			}
-			b.WriteByte(c)
-		}
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
-}
-
-// decodeFingerprint reads a marker. It takes canonical encodings only, so
-// that encoding what it returns gives b again.
-func decodeFingerprint(b []byte) (fingerprint, error) {
-	if len(b) > maxSettingsBytes {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", errSettingsMarker, len(b), maxSettingsBytes)
-	}
-	head, rest, ok := bytes.Cut(b, []byte{'\n'})
-	if !ok || !bytes.HasPrefix(head, []byte(settingsMagic)) {
-		return nil, fmt.Errorf("%w: it does not start with %q", errSettingsMarker, settingsMagic)
-	}
-	vs := string(head[len(settingsMagic):])
-	v, err := strconv.Atoi(vs)
-	if err != nil || strconv.Itoa(v) != vs || v < 1 {
-		return nil, fmt.Errorf("%w: version %q", errSettingsMarker, vs)
-	}
-	if v != settingsVersion {
-		return nil, fmt.Errorf("%w: version %d, written by a later s3once; this build reads version %d", errSettingsMarker, v, settingsVersion)
-	}
-	var fp fingerprint
-	for len(rest) > 0 {
-		var line []byte
-		if line, rest, ok = bytes.Cut(rest, []byte{'\n'}); !ok {
-			return nil, fmt.Errorf("%w: the last line has no end", errSettingsMarker)
-		}
-		name, value, ok := bytes.Cut(line, []byte{'='})
-		if !ok || !validSettingName(name) {
-			return nil, fmt.Errorf("%w: line %q is not name=value", errSettingsMarker, line)
-		}
-		if len(fp) > 0 && fp[len(fp)-1].name >= string(name) {
-			return nil, fmt.Errorf("%w: setting %q is out of order", errSettingsMarker, name)
-		}
-		val, err := unescapeSetting(value)
-		if err != nil {
-			return nil, fmt.Errorf("%w: setting %q: %w", errSettingsMarker, name, err)
-		}
-		fp = append(fp, setting{string(name), val})
-	}
-	return fp, nil
-}
-
-func validSettingName(n []byte) bool {
-	if len(n) == 0 || len(n) > maxSettingName {
-		return false
-	}
-	for _, c := range n {
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// unescapeSetting undoes encodeFingerprint's escapes, refusing any other
-// form (a byte escaped that need not be, lower-case hex, a raw byte that
-// must be escaped).
-func unescapeSetting(v []byte) (string, error) {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '%':
-			if i+2 >= len(v) {
-				return "", errors.New("a cut escape")
-			}
-			hi, lo := strings.IndexByte(hex, v[i+1]), strings.IndexByte(hex, v[i+2])
-			if hi < 0 || lo < 0 {
-				return "", fmt.Errorf("escape %q", v[i:i+3])
-			}
-			d := byte(hi<<4 | lo)
-			if d >= 0x20 && d <= 0x7e && d != '%' {
-				return "", fmt.Errorf("escape %q of a byte written as is", v[i:i+3])
-			}
-			b.WriteByte(d)
-			i += 2
-		case c < 0x20 || c > 0x7e:
-			return "", fmt.Errorf("raw byte %#x", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
 }
 
 // ---- reading and writing the marker ------------------------------------------

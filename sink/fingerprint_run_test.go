@@ -56,7 +56,7 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the marker the run wrote: %v", err)
 	}
-	if v, _ := fp.get("compression"); v != "gzip" {
+	if v, _ := fp.Get("compression"); v != "gzip" {
 		t.Fatalf("the marker records compression %q", v)
 	}
 	unchanged := func(when string) {
@@ -130,8 +130,8 @@ func TestSettingsGuard(t *testing.T) {
 	bucket := srv.Bucket(t)
 	c := testClient()
 	ctx := context.Background()
-	mine := fingerprint{{"compression", "gzip"}, {"shards", "4"}}
-	other := fingerprint{{"compression", "gzip"}, {"shards", "8"}}
+	mine := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "shards", Value: "4"}}
+	other := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "shards", Value: "8"}}
 
 	var g settingsGuard
 	if err := g.check(ctx, c, bucket, "w", mine); err != nil {

@@ -19,25 +19,25 @@ import (
 func goldenFingerprints() map[string]fingerprint {
 	lib := "github.com/klauspost/compress v1.19.2"
 	jsonl := fingerprint{
-		{"checkpoint-sync-bytes", "1048576"},
-		{"compression", "gzip"},
-		{"compression-library", lib},
-		{"file-names", fileNames + ".jsonl.gz"},
-		{"format", "jsonl"},
-		{"max-batch-bytes", "67108864"},
-		{"max-file-bytes", "67108864"},
-		{"max-file-records", "0"},
-		{"output-version", "1"},
-		{"parquet-compression", ""},
-		{"parquet-library", ""},
-		{"parquet-row-group-bytes", ""},
-		{"parquet-row-group-records", ""},
-		{"shards", "8"},
+		{Name: "checkpoint-sync-bytes", Value: "1048576"},
+		{Name: "compression", Value: "gzip"},
+		{Name: "compression-library", Value: lib},
+		{Name: "file-names", Value: fileNames + ".jsonl.gz"},
+		{Name: "format", Value: "jsonl"},
+		{Name: "max-batch-bytes", Value: "67108864"},
+		{Name: "max-file-bytes", Value: "67108864"},
+		{Name: "max-file-records", Value: "0"},
+		{Name: "output-version", Value: "1"},
+		{Name: "parquet-compression", Value: ""},
+		{Name: "parquet-library", Value: ""},
+		{Name: "parquet-row-group-bytes", Value: ""},
+		{Name: "parquet-row-group-records", Value: ""},
+		{Name: "shards", Value: "8"},
 	}
 	odd := fingerprint{
-		{"compression", "my%codec\nline\x00\xff"},
-		{"format", "text"},
-		{"z-future-setting", "= kept as is ="},
+		{Name: "compression", Value: "my%codec\nline\x00\xff"},
+		{Name: "format", Value: "text"},
+		{Name: "z-future-setting", Value: "= kept as is ="},
 	}
 	return map[string]fingerprint{"settings_v1.txt": jsonl, "settings_v1_escapes.txt": odd}
 }
@@ -78,9 +78,9 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 	fp := fpOf(base)
 	names := make([]string, len(fp))
 	for i, s := range fp {
-		names[i] = s.name
-		if settingLabels[s.name] == "" {
-			t.Errorf("setting %q has no label", s.name)
+		names[i] = s.Name
+		if settingLabels[s.Name] == "" {
+			t.Errorf("setting %q has no label", s.Name)
 		}
 	}
 	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
@@ -94,11 +94,11 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 		"max-file-bytes": "67108864", "checkpoint-sync-bytes": "1048576", "output-version": "1",
 		"file-names": fileNames + ".jsonl.gz", "parquet-compression": "",
 	} {
-		if got, _ := fp.get(name); got != want {
+		if got, _ := fp.Get(name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if lib, _ := fp.get("compression-library"); !strings.HasPrefix(lib, "github.com/klauspost/compress ") && lib != unknownLibrary {
+	if lib, _ := fp.Get("compression-library"); !strings.HasPrefix(lib, "github.com/klauspost/compress ") && lib != unknownLibrary {
 		t.Errorf("compression-library = %q", lib)
 	}
 	if _, err := decodeFingerprint(encodeFingerprint(fp)); err != nil {
@@ -157,10 +157,10 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 
 	pq := Config{Bucket: "bucket-name", Format: "parquet", Parquet: ParquetOptions{Compression: "zstd"}}
 	qfp := fpOf(pq)
-	if v, _ := qfp.get("parquet-compression"); v != "zstd" {
+	if v, _ := qfp.Get("parquet-compression"); v != "zstd" {
 		t.Errorf("parquet-compression = %q", v)
 	}
-	if v, _ := qfp.get("parquet-library"); !strings.Contains(v, "parquet-go") && !strings.Contains(v, unknownLibrary) {
+	if v, _ := qfp.Get("parquet-library"); !strings.Contains(v, "parquet-go") && !strings.Contains(v, unknownLibrary) {
 		t.Errorf("parquet-library = %q", v)
 	}
 	pq.Parquet.RowGroupBytes = 1 << 20
@@ -173,8 +173,8 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 // (another build of s3once) cannot be judged and are no change; the error
 // names the folder, each change and what to do, and carries its code.
 func TestSettingsChanges(t *testing.T) {
-	was := fingerprint{{"compression", "gzip"}, {"future", "x"}, {"shards", "4"}}
-	now := fingerprint{{"compression", "zstd"}, {"newer", "y"}, {"shards", "4"}}
+	was := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "future", Value: "x"}, {Name: "shards", Value: "4"}}
+	now := fingerprint{{Name: "compression", Value: "zstd"}, {Name: "newer", Value: "y"}, {Name: "shards", Value: "4"}}
 	ch := changes(was, now)
 	if want := []SettingChange{{"Compression", "gzip", "zstd"}}; !reflect.DeepEqual(ch, want) {
 		t.Fatalf("changes %v, want %v", ch, want)
