@@ -50,9 +50,10 @@ const (
 	InvalidOptions    Code = "invalid-options"     // recoverable.ErrInvalidOptions
 
 	// sink
-	InvalidConfig   Code = "invalid-config"   // sink.ErrInvalidConfig
-	FoldersOverlap  Code = "folders-overlap"  // sink.ErrFoldersOverlap
-	SettingsChanged Code = "settings-changed" // sink.ErrSettingsChanged
+	InvalidConfig    Code = "invalid-config"    // sink.ErrInvalidConfig
+	FoldersOverlap   Code = "folders-overlap"   // sink.ErrFoldersOverlap
+	SettingsChanged  Code = "settings-changed"  // sink.ErrSettingsChanged
+	PartitionChanged Code = "partition-changed" // sink.ErrPartitionChanged
 )
 
 const (

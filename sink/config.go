@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/errcode"
@@ -66,11 +65,13 @@ const (
 
 // Values of Config.FinalizeCommit.
 const (
-	// FinalizeAuto commits at bundle finalization on runners known to
-	// finalize bundles only when a worker asks (Dataflow), and not
-	// elsewhere. It is the default ("" means FinalizeAuto).
+	// FinalizeAuto leaves every commit to the commit stage, on every
+	// runner, Dataflow included: the partition guarantee holds in full
+	// (docs/guarantees.md). It is the default ("" means FinalizeAuto).
 	FinalizeAuto = "auto"
-	// FinalizeAlways commits at bundle finalization on every runner.
+	// FinalizeAlways also commits each file at bundle finalization, ahead
+	// of the commit stage, on every runner: an explicit opt-in fast path
+	// with a weaker partition guarantee (docs/guarantees.md).
 	FinalizeAlways = "always"
 	// FinalizeNever leaves every commit to the commit stage.
 	FinalizeNever = "never"
@@ -251,12 +252,14 @@ type Config struct {
 	// FinalizeCommit chooses whether the writer also commits each file at
 	// bundle finalization (the fast path), ahead of the commit stage (which
 	// commits every file in any case): FinalizeAlways, FinalizeNever, or
-	// FinalizeAuto (the default), which finalizes only when the pipeline's
-	// --runner flag names Dataflow. On the embedded runner (prism) the
-	// writer then does not ask for finalization at all: prism sends a
+	// FinalizeAuto (the default), which is FinalizeNever on every runner.
+	// FinalizeAlways commits before any run-wide barrier could look at the
+	// folder: the settings marker is still checked before any commit, but
+	// a changed rerun may leave a partition holding files of both runs,
+	// which s3once verify names (docs/guarantees.md). Prism sends a
 	// finalization request after every bundle of a stage that asks for it,
 	// and Beam Go's harness logs an ERROR line for each bundle it did not
-	// expect one for. Flink and Spark do not run the callbacks. In builds
+	// expect one for; Flink and Spark do not run the callbacks. In builds
 	// with the race detector, FinalizeAlways acts as FinalizeNever (see
 	// the package documentation).
 	FinalizeCommit string
@@ -459,7 +462,7 @@ func (c Config) settings() (settings, error) {
 	s.Requests, reqProblems = c.requestSettings()
 	problems = append(problems, reqProblems...)
 
-	if mode, err := finalizeMode(s.FinalizeCommit, *runners.Runner, finalizeSupported); err != nil {
+	if mode, err := finalizeMode(s.FinalizeCommit, finalizeSupported); err != nil {
 		bad("%v", err)
 	} else {
 		s.FinalizeCommit = mode
@@ -514,17 +517,14 @@ func (s settings) streamOptions() recoverable.Options {
 }
 
 // finalizeMode resolves Config.FinalizeCommit to FinalizeAlways or
-// FinalizeNever for a pipeline run by runner (the --runner flag's value; empty
-// means the embedded runner, the default of beamx.Run and ptest). supported is
+// FinalizeNever: FinalizeAuto is FinalizeNever on every runner, Dataflow
+// included, since a file committed at finalization escapes the run-wide
+// barrier. supported is
 // false in builds with the race detector, where it is always FinalizeNever.
-func finalizeMode(setting, runner string, supported bool) (string, error) {
+func finalizeMode(setting string, supported bool) (string, error) {
 	switch setting {
 	case "", FinalizeAuto:
-		if strings.EqualFold(runner, "dataflow") || strings.EqualFold(runner, "DataflowRunner") {
-			setting = FinalizeAlways
-		} else {
-			setting = FinalizeNever
-		}
+		setting = FinalizeNever
 	case FinalizeAlways, FinalizeNever:
 	default:
 		return "", fmt.Errorf("FinalizeCommit %q must be %q, %q or %q (empty means %q)", setting, FinalizeAuto, FinalizeAlways, FinalizeNever, FinalizeAuto)

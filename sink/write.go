@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
@@ -106,10 +107,15 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	// Each DoFn carries only the settings it reads (see settings).
+	// Each DoFn carries only the settings it reads (see settings). The
+	// folder's settings marker (fingerprint.go) is judged, and written in a
+	// new folder, before any commit: by the barrier where it applies, by the
+	// commit stage elsewhere, and first by the writer that commits at
+	// bundle finalization.
+	marker := encodeFingerprint(st.fingerprint())
 	var writer any = &writeFilesFn{S: st.forWriter()}
 	if st.FinalizeCommit == FinalizeAlways {
-		writer = &finalizingWriteFilesFn{writeFilesFn{S: st.forWriter()}}
+		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.forWriter()}, Settings: marker}
 	}
 	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {
@@ -117,25 +123,29 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	}
 	applies, why := barrierApplies(st, col)
 	logGuarantee(st, applies, why) // barrier.go
-	// The folder's settings marker (fingerprint.go): the barrier checks it
-	// where it applies, the commit stage elsewhere.
-	marker, commitMarker := encodeFingerprint(st.fingerprint()), []byte(nil)
+	commit := &commitFn{S: st.forCommit()}
 	if applies {
-		if pending, err = withBarrier(s, st.forCommit(), pending, marker); err != nil {
+		if pending, err = withBarrier(s, st.forCommit(), pending, marker, st.fileExt()); err != nil {
 			return beam.PCollection{}, err
 		}
 	} else {
-		commitMarker = marker
+		commit.Settings, commit.Manifests = marker, st.OutputVersion >= 2
 	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	files, err := single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit(), Settings: commitMarker}, shuffled))
+	files, err := single(beam.TryParDo(s.Scope("Commit"), commit, shuffled))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	if err := withMarkers(s, files, st); err != nil { // marker.go
+	if st.OutputVersion >= 2 {
+		lateness := time.Duration(col.WindowingStrategy().AllowedLateness) * time.Millisecond
+		err = withManifests(s, files, st, applies, lateness) // manifests.go
+	} else {
+		err = withMarkers(s, files, st) // marker.go
+	}
+	if err != nil {
 		return beam.PCollection{}, err
 	}
 	return files, nil
