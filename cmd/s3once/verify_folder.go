@@ -23,6 +23,7 @@ import (
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/settingsmarker"
 )
 
@@ -408,7 +409,9 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 				Message: fmt.Sprintf("the manifest %s lists a file named for %d shards where the settings marker records %d: the files and the settings marker disagree", p.manifest, n.shards, v.shards)})
 		}
 		g.Go(func() error {
-			h, err := v.c.Lookup(ctx, v.o.bucket, e.Key, e.Size)
+			lctx, cancel := context.WithTimeout(ctx, v.lookupBound(e.Size))
+			h, err := v.c.Lookup(lctx, v.o.bucket, e.Key, e.Size)
+			cancel()
 			switch {
 			case err != nil:
 				v.unverified(e.Key, "", err)
@@ -422,6 +425,16 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 			return nil
 		})
 	}
+}
+
+// lookupBound bounds one file's Lookup: its HEAD under the committer's
+// Policy, then, where the server keeps no CRC64NVME, each read-back at
+// s3call.CallTimeout(size) (1 MiB/s after the base bound) and a backoff.
+// The committer bounds the read-back by its context alone.
+func (v *verifier) lookupBound(size int64) time.Duration {
+	o := v.c.Options()
+	head := s3call.Policy{CallTimeout: o.CallTimeout, Attempts: o.MaxAttempts, BaseBackoff: o.BaseBackoff, MaxBackoff: o.MaxBackoff}
+	return head.WorstCase() + time.Duration(o.MaxAttempts)*(s3call.CallTimeout(size)+o.MaxBackoff)
 }
 
 // checkByListing judges a partition without a manifest by its names: every
