@@ -618,6 +618,13 @@ func (v *verifier) finish() *verifyReport {
 			pr.Problems++
 		}
 	}
+	// Empty lists are [] in JSON, never null.
+	r.Partitions = nonNil(r.Partitions)
+	r.CompletionMarkers = nonNil(r.CompletionMarkers)
+	r.Uploads = nonNil(r.Uploads)
+	r.NamedLikeS3once = nonNil(r.NamedLikeS3once)
+	r.Problems = nonNil(r.Problems)
+	r.Unverified = nonNil(r.Unverified)
 	switch {
 	case len(r.Problems) > 0:
 		r.Outcome, r.ExitCode = outcomeProblems, exitProblems
@@ -627,4 +634,11 @@ func (v *verifier) finish() *verifyReport {
 		r.Outcome, r.ExitCode = outcomeVerified, exitOK
 	}
 	return r
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -167,6 +167,9 @@ func TestVerify(t *testing.T) {
 		files := f.consistent()
 		rep := verify(t, f, exitOK)
 		wantProblems(t, rep)
+		if rep.Problems == nil || rep.Unverified == nil || rep.Uploads == nil || rep.NamedLikeS3once == nil {
+			t.Fatalf("empty lists are not [] in JSON: %+v", rep)
+		}
 		if rep.Outcome != outcomeVerified || len(rep.Unverified) != 0 || len(rep.Partitions) != 3 || rep.OtherKeys != 1 ||
 			!rep.Settings.Found || rep.Settings.OutputVersion != "2" || rep.Settings.Extension != ext || rep.Settings.Shards != 2 {
 			t.Fatalf("report %+v", rep)
@@ -439,6 +442,20 @@ func TestVerify(t *testing.T) {
 		f.bucket = "no-such-bucket-here"
 		rep := verify(t, f, exitUnverified)
 		if rep.Outcome != outcomeIncomplete || len(rep.Unverified) == 0 || !strings.Contains(rep.Unverified[0].Error, "no-such-bucket-here") {
+			t.Fatalf("report %+v", rep)
+		}
+		r := runCmd(t, "", env, "verify", "--bucket", f.bucket, "--prefix", f.prefix, "--endpoint", srv.Endpoint(), "--path-style")
+		if r.code != exitUnverified || !strings.Contains(r.stdout, "INCOMPLETE") || !strings.Contains(r.stderr, "could not verify") {
+			t.Fatalf("human report: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		// Without a settings marker, files of two extensions cannot be
+		// told apart: s3once's or a user's.
+		g := folder(t)
+		g.file(g.name("d", "global", 0, 2, 0, ".jsonl"))
+		g.put(g.name("d", "global", 0, 2, 99, ".jsonl.other"), []byte("a user's"))
+		rep = verify(t, g, exitUnverified)
+		wantProblems(t, rep)
+		if len(rep.Unverified) != 1 || !strings.Contains(rep.Unverified[0].Error, ".jsonl, .jsonl.other") {
 			t.Fatalf("report %+v", rep)
 		}
 	})
