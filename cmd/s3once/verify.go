@@ -51,7 +51,7 @@ A problem found wins over what could not be checked: exit 1.
 
 With --json the report is one JSON object on stdout; its field names and
 problem kinds are stable:
-  settings-unreadable, manifest-unreadable, manifest-entry-foreign,
+  settings-unreadable, settings-missing, manifest-unreadable, manifest-entry-foreign,
   file-missing, file-changed, file-extra, file-other-settings,
   shards-mixed, marker-unreadable, marker-file-missing, upload-left,
   no-output
@@ -297,7 +297,7 @@ func printVerify(w io.Writer, r *verifyReport) {
 		}
 	}
 	if len(r.Unverified) > 0 {
-		fmt.Fprintf(w, "  could not check: %d\n", len(r.Unverified))
+		fmt.Fprintf(w, "  could not check: %d (run verify again; where it persists, check the endpoint, the credentials and their s3:ListBucket, s3:GetObject and s3:ListBucketMultipartUploads permissions)\n", len(r.Unverified))
 		for _, u := range r.Unverified {
 			fmt.Fprintf(w, "    %s: %s\n", u.Key, u.Error)
 		}

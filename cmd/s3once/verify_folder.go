@@ -31,6 +31,7 @@ import (
 const (
 	kindNoOutput         = "no-output"              // nothing of s3once's under the prefix
 	kindSettings         = "settings-unreadable"    // the settings marker does not decode, or this build cannot judge it
+	kindSettingsMissing  = "settings-missing"       // manifests exist, but the settings marker written before them does not
 	kindManifest         = "manifest-unreadable"    // a partition manifest does not decode
 	kindManifestForeign  = "manifest-entry-foreign" // a manifest lists a key outside its partition
 	kindMissing          = "file-missing"           // a manifest's file is not there
@@ -74,6 +75,8 @@ type verifier struct {
 	extKnown bool
 	// shards is the marker's Shards (0: unknown).
 	shards int
+	// settingsUnread: the marker could not be read (an S3 error).
+	settingsUnread bool
 	// sizes holds every listed key under the prefix (staging excluded).
 	sizes map[string]int64
 	parts map[partKey]*partition
@@ -149,6 +152,7 @@ func (v *verifier) readSettings(ctx context.Context) {
 	// read and refused by its decoder rather than failing the read.
 	body, found, err := v.c.ReadObject(ctx, v.o.bucket, sr.Key, settingsmarker.MaxBytes+1)
 	if err != nil {
+		v.settingsUnread = true
 		v.unverified(sr.Key, "", err)
 		return
 	}
@@ -325,6 +329,15 @@ func (v *verifier) checkPartitions(ctx context.Context) {
 	if !hasFiles && !v.rep.Settings.Found {
 		v.problem(problem{Kind: kindNoOutput, Key: ownkeys.Folder(v.o.prefix), Message: "no s3once output (files, manifests or settings marker) under the prefix: check --bucket and --prefix"})
 		return
+	}
+	if !v.rep.Settings.Found && !v.settingsUnread {
+		for _, k := range keys {
+			if m := v.parts[k].manifest; m != "" {
+				v.problem(problem{Kind: kindSettingsMissing, Key: v.rep.Settings.Key,
+					Message: fmt.Sprintf("partition manifests (such as %s) exist, so a settings marker was written before them, but it is not there: it was deleted outside s3once, and a rerun with other settings would no longer be refused; restore it, or write to a fresh prefix", m)})
+				break
+			}
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(v.o.concurrency)

@@ -301,6 +301,11 @@ func TestVerify(t *testing.T) {
 		wantProblems(t, verify(t, f, exitProblems), kindSettings+" "+key)
 		f.put(key, []byte("garbage"))
 		wantProblems(t, verify(t, f, exitProblems), kindSettings+" "+key)
+		// Manifests without the marker written before them: it was deleted.
+		if _, err := client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil {
+			t.Fatal(err)
+		}
+		wantProblems(t, verify(t, f, exitProblems), kindSettingsMissing+" "+key)
 	})
 
 	t.Run("MarkerOfOtherSettings", func(t *testing.T) {
