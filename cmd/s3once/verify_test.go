@@ -8,12 +8,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/recoverable"
@@ -483,6 +487,83 @@ func TestVerify(t *testing.T) {
 		}
 		if r := runCmd(t, "", env, "verify", "--help"); r.code != exitOK || !strings.Contains(r.stdout, "3  could not verify") {
 			t.Errorf("verify --help: exit %d: %s", r.code, r.stdout)
+		}
+	})
+}
+
+// TestVerifyUnderFaults: every call verify makes goes through the
+// committer's Policy (a transient failure is retried and the folder
+// verifies); a call that keeps failing leaves its key unverified (exit 3),
+// and a problem found elsewhere still wins (exit 1).
+func TestVerifyUnderFaults(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	client := srv.Client(s3test.ClientOptions{MaxAttempts: 1})
+	bucket := srv.Bucket(t)
+	f := &outFolder{t: t, client: client, bucket: bucket, prefix: "faults"}
+	files := f.consistent()
+	run := func(t *testing.T, hook func(fc *s3fault.Client)) *verifyReport {
+		t.Helper()
+		fc := s3fault.New(client)
+		hook(fc)
+		c, err := committer.New(fc, committer.Options{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, SkipPreflight: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := verifyFolder(context.Background(), c, verifyOptions{bucket: bucket, prefix: f.prefix, staging: s3call.DefaultStagingPrefix, concurrency: 4})
+		if len(fc.Faults()) == 0 {
+			t.Fatal("no fault was injected")
+		}
+		return rep
+	}
+	onKey := func(key string, k s3fault.Kind) s3fault.Hook {
+		return func(c s3fault.Call) s3fault.Kind {
+			if c.Key == key {
+				return k
+			}
+			return s3fault.None
+		}
+	}
+	target := files[2].Key
+	manifestKey := ownkeys.ManifestKey(f.prefix, "day=2", "global")
+
+	t.Run("TransientFailuresAreRetried", func(t *testing.T) {
+		rep := run(t, func(fc *s3fault.Client) {
+			for _, op := range []s3fault.Op{s3fault.HeadObject, s3fault.GetObject, s3fault.ListObjectsV2, s3fault.ListMultipartUploads} {
+				fc.On(op, s3fault.FirstN(2, s3fault.SlowDown))
+			}
+		})
+		if rep.ExitCode != exitOK || len(rep.Unverified) != 0 || len(rep.Problems) != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+	})
+	t.Run("LookupKeepsFailing", func(t *testing.T) {
+		rep := run(t, func(fc *s3fault.Client) { fc.On(s3fault.HeadObject, onKey(target, s3fault.SlowDown)) })
+		if rep.ExitCode != exitUnverified || rep.Outcome != outcomeIncomplete || len(rep.Problems) != 0 ||
+			len(rep.Unverified) != 1 || rep.Unverified[0].Key != target || !strings.Contains(rep.Unverified[0].Error, "s3://"+bucket+"/"+target) {
+			t.Fatalf("report %+v", rep)
+		}
+	})
+	t.Run("ManifestReadKeepsFailing", func(t *testing.T) {
+		rep := run(t, func(fc *s3fault.Client) { fc.On(s3fault.GetObject, onKey(manifestKey, s3fault.BeforeSend)) })
+		if rep.ExitCode != exitUnverified || len(rep.Unverified) != 1 || rep.Unverified[0].Key != manifestKey {
+			t.Fatalf("report %+v", rep)
+		}
+	})
+	t.Run("UploadListingKeepsFailing", func(t *testing.T) {
+		rep := run(t, func(fc *s3fault.Client) { fc.On(s3fault.ListMultipartUploads, s3fault.Always(s3fault.SlowDown)) })
+		if rep.ExitCode != exitUnverified || len(rep.Unverified) != 1 || !strings.Contains(rep.Unverified[0].Error, "multipart uploads") {
+			t.Fatalf("report %+v", rep)
+		}
+	})
+	t.Run("AProblemWins", func(t *testing.T) {
+		extra := f.name("day=2", "global", 0, 2, 0, ext)
+		f.file(extra)
+		t.Cleanup(func() {
+			_, _ = client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &extra})
+		})
+		rep := run(t, func(fc *s3fault.Client) { fc.On(s3fault.HeadObject, onKey(target, s3fault.SlowDown)) })
+		if rep.ExitCode != exitProblems || rep.Outcome != outcomeProblems || len(rep.Problems) != 1 || rep.Problems[0].Kind != kindExtra || len(rep.Unverified) != 1 {
+			t.Fatalf("report %+v", rep)
 		}
 	})
 }
