@@ -235,9 +235,8 @@ type problem struct {
 
 // unverified is what could not be checked, and why.
 type unverified struct {
-	Key      string `json:"key"`
-	UploadID string `json:"upload_id,omitempty"`
-	Error    string `json:"error"`
+	Key   string `json:"key"`
+	Error string `json:"error"`
 }
 
 // printVerify writes the human report.

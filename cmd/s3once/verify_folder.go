@@ -109,9 +109,9 @@ type fileName struct {
 	ext                  string
 }
 
-// verifyFolder checks the folder and returns the report; it fails only on
-// a usage problem (the caller's options). What S3 does not answer is in the
-// report's Unverified list.
+// verifyFolder checks the folder and returns the report, its outcome set.
+// What could not be checked (an S3 call that kept failing, a cancelled
+// context) is in the report's Unverified list.
 func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) *verifyReport {
 	v := &verifier{
 		c: c, o: o,
@@ -137,9 +137,9 @@ func (v *verifier) problem(p problem) {
 	v.mu.Unlock()
 }
 
-func (v *verifier) unverified(key, uploadID string, err error) {
+func (v *verifier) unverified(key string, err error) {
 	v.mu.Lock()
-	v.rep.Unverified = append(v.rep.Unverified, unverified{Key: key, UploadID: uploadID, Error: err.Error()})
+	v.rep.Unverified = append(v.rep.Unverified, unverified{Key: key, Error: err.Error()})
 	v.mu.Unlock()
 }
 
@@ -153,7 +153,7 @@ func (v *verifier) readSettings(ctx context.Context) {
 	body, found, err := v.c.ReadObject(ctx, v.o.bucket, sr.Key, settingsmarker.MaxBytes+1)
 	if err != nil {
 		v.settingsUnread = true
-		v.unverified(sr.Key, "", err)
+		v.unverified(sr.Key, err)
 		return
 	}
 	if !found {
@@ -246,7 +246,7 @@ func (v *verifier) list(ctx context.Context) bool {
 		return nil
 	})
 	if err != nil {
-		v.unverified(folder, "", fmt.Errorf("list s3://%s/%s (check the bucket, the credentials and the endpoint, then run again): %w", v.o.bucket, folder, err))
+		v.unverified(folder, fmt.Errorf("list s3://%s/%s (check the bucket, the credentials and the endpoint, then run again): %w", v.o.bucket, folder, err))
 		return false
 	}
 	if !v.extKnown && len(v.exts) > 1 {
@@ -255,7 +255,7 @@ func (v *verifier) list(ctx context.Context) bool {
 			exts = append(exts, e)
 		}
 		slices.Sort(exts)
-		v.unverified(v.rep.Settings.Key, "", fmt.Errorf("files of %d extensions (%s) and no settings marker to say which are s3once's: check them by hand", len(exts), strings.Join(exts, ", ")))
+		v.unverified(v.rep.Settings.Key, fmt.Errorf("files of %d extensions (%s) and no settings marker to say which are s3once's: check them by hand", len(exts), strings.Join(exts, ", ")))
 	}
 	return true
 }
@@ -378,7 +378,7 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 		err = errors.New("listed, then not found: read again")
 	}
 	if err != nil {
-		v.unverified(p.manifest, "", err)
+		v.unverified(p.manifest, err)
 		return
 	}
 	entries, err := manifest.Decode(body)
@@ -427,7 +427,7 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 			cancel()
 			switch {
 			case err != nil:
-				v.unverified(e.Key, "", err)
+				v.unverified(e.Key, err)
 			case !h.Exists:
 				v.problem(problem{Kind: kindMissing, Destination: k.dest, Window: k.window, Key: e.Key,
 					Message: fmt.Sprintf("listed in the manifest %s (%d bytes, CRC64NVME %016x) but not there: deleted outside s3once; the partition is incomplete", p.manifest, e.Size, e.CRC64NVME)})
@@ -528,7 +528,7 @@ func (v *verifier) checkMarkers(ctx context.Context) {
 			err = errors.New("listed, then not found: read again")
 		}
 		if err != nil {
-			v.unverified(key, "", err)
+			v.unverified(key, err)
 			v.rep.CompletionMarkers = append(v.rep.CompletionMarkers, mr)
 			continue
 		}
@@ -587,7 +587,7 @@ func (v *verifier) checkUploads(ctx context.Context) {
 		return nil
 	})
 	if err != nil {
-		v.unverified(folder, "", fmt.Errorf("%w (run again to check for open uploads)", err))
+		v.unverified(folder, fmt.Errorf("%w (run again to check for open uploads)", err))
 	}
 }
 

@@ -447,6 +447,19 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		wantProblems(t, verify(t, f, exitProblems), kindManifest+" "+key)
 	})
 
+	// A folder at the bucket's root, the default staging folder inside it:
+	// the side objects there are skipped.
+	t.Run("WholeBucket", func(t *testing.T) {
+		f := &outFolder{t: t, client: client, bucket: srv.Bucket(t), prefix: ""}
+		f.consistent()
+		f.put(ownkeys.SideObjectKey(s3call.DefaultStagingPrefix, "upload", 1, "0a1b"), []byte("a tail"))
+		rep := verify(t, f, exitOK, "--whole-bucket")
+		wantProblems(t, rep)
+		if len(rep.Partitions) != 3 || rep.OtherKeys != 1 {
+			t.Fatalf("report %+v", rep)
+		}
+	})
+
 	t.Run("NoOutput", func(t *testing.T) {
 		f := folder(t)
 		rep := verify(t, f, exitProblems)
