@@ -30,7 +30,8 @@ P/<destination>/<window>-pane-...),
 and, for the folder: the settings marker (_s3once_settings) decodes and
 records an output version this s3once knows; every completion marker
 (_SUCCESS...) that lists files lists only files that are there, with their
-sizes; and no multipart upload of s3once's is left open under P.
+sizes, and all of its window's files; and no multipart upload of s3once's
+is left open under P.
 
 Keys that have the shape of an s3once file name but cannot be this
 folder's (another extension than the settings marker's, numbers s3once
@@ -53,8 +54,8 @@ With --json the report is one JSON object on stdout; its field names and
 problem kinds are stable:
   settings-unreadable, settings-missing, manifest-unreadable, manifest-entry-foreign,
   file-missing, file-changed, file-extra, file-other-settings,
-  shards-mixed, marker-unreadable, marker-file-missing, upload-left,
-  no-output
+  shards-mixed, marker-unreadable, marker-file-missing,
+  marker-incomplete, upload-left, no-output
 
 Examples:
   s3once verify --bucket data --prefix events/

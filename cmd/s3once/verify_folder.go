@@ -41,6 +41,7 @@ const (
 	kindShardsMixed      = "shards-mixed"           // (no manifest) files of several shard counts, or split and unsplit, in one partition
 	kindMarkerUnreadable = "marker-unreadable"      // a completion marker that lists files does not decode
 	kindMarkerMissing    = "marker-file-missing"    // a completion marker lists a file that is not there, or not with its size
+	kindMarkerIncomplete = "marker-incomplete"      // a completion marker leaves out files of its window (written early)
 	kindUploadLeft       = "upload-left"            // an open multipart upload of s3once's under the prefix
 )
 
@@ -96,6 +97,8 @@ type partition struct {
 	// named are the keys of the partition's file-name shape that cannot be
 	// this folder's files (unless its manifest lists them).
 	named []namedLike
+	// listed holds the keys its manifest lists, once read (nil: none read).
+	listed map[string]bool
 }
 
 // fileName is an s3once-shaped key taken apart.
@@ -394,6 +397,7 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 		pr.Bytes += e.Size
 	}
 	pr.Entries = len(entries)
+	p.listed = listed
 	for _, n := range p.named {
 		if !listed[n.Key] {
 			v.rep.NamedLikeS3once = append(v.rep.NamedLikeS3once, n)
@@ -518,51 +522,100 @@ type markerLine struct {
 }
 
 // checkMarkers reads each completion marker; one that lists files must
-// list only files that are there, with their sizes.
+// list only files that are there, with their sizes, and every file of its
+// window's panes that it lists (else it was written early).
 func (v *verifier) checkMarkers(ctx context.Context) {
 	slices.Sort(v.markers)
-	for _, key := range v.markers {
-		mr := markerReport{Key: key}
-		body, found, err := v.c.ReadObject(ctx, v.o.bucket, key, manifest.MaxBytes)
-		if err == nil && !found {
-			err = errors.New("listed, then not found: read again")
-		}
-		if err != nil {
-			v.unverified(key, err)
-			v.rep.CompletionMarkers = append(v.rep.CompletionMarkers, mr)
-			continue
-		}
-		if len(body) == 0 { // an empty marker: _SUCCESS alone
-			v.rep.CompletionMarkers = append(v.rep.CompletionMarkers, mr)
-			continue
-		}
-		for n, line := range bytes.Split(bytes.TrimSuffix(body, []byte{'\n'}), []byte{'\n'}) {
-			var l markerLine
-			if err := json.Unmarshal(line, &l); err != nil || l.Key == "" || l.Bytes == nil {
-				why := "no key or bytes"
-				if err != nil {
-					why = err.Error()
-				}
-				v.problem(problem{Kind: kindMarkerUnreadable, Key: key,
-					Message: fmt.Sprintf("line %d of the completion marker is not a file's result (%s): it was changed outside s3once", n+1, why)})
-				break
-			}
-			mr.Files++
-			size, ok := v.sizes[l.Key]
-			switch {
-			case l.Bucket != v.o.bucket:
-				v.problem(problem{Kind: kindMarkerMissing, Key: key,
-					Message: fmt.Sprintf("the completion marker lists s3://%s/%s, in another bucket", l.Bucket, l.Key)})
-			case !ok:
-				v.problem(problem{Kind: kindMarkerMissing, Key: key,
-					Message: fmt.Sprintf("the completion marker lists %s, which is not there (or lies outside the prefix): deleted outside s3once", l.Key)})
-			case size != *l.Bytes:
-				v.problem(problem{Kind: kindMarkerMissing, Key: key,
-					Message: fmt.Sprintf("the completion marker lists %s with %d bytes; it holds %d: overwritten outside s3once", l.Key, *l.Bytes, size)})
+	// A window's files: its manifests' where a partition has one (a file
+	// beside them is reported as extra), else its listed files.
+	byWindow := map[string][]fileName{}
+	for k, p := range v.parts {
+		for _, f := range p.files {
+			if p.listed == nil || p.listed[f.key] {
+				byWindow[k.window] = append(byWindow[k.window], f)
 			}
 		}
-		v.rep.CompletionMarkers = append(v.rep.CompletionMarkers, mr)
 	}
+	for _, key := range v.markers {
+		v.rep.CompletionMarkers = append(v.rep.CompletionMarkers, v.checkMarker(ctx, key, byWindow))
+	}
+}
+
+func (v *verifier) checkMarker(ctx context.Context, key string, byWindow map[string][]fileName) markerReport {
+	mr := markerReport{Key: key}
+	body, found, err := v.c.ReadObject(ctx, v.o.bucket, key, manifest.MaxBytes)
+	if err == nil && !found {
+		err = errors.New("listed, then not found: read again")
+	}
+	if err != nil {
+		v.unverified(key, err)
+		return mr
+	}
+	if len(body) == 0 { // an empty marker: _SUCCESS alone
+		return mr
+	}
+	window, pane := markerWindow(v.o.prefix, key)
+	paneOf := make(map[string]int64, len(byWindow[window]))
+	for _, f := range byWindow[window] {
+		paneOf[f.key] = f.pane
+	}
+	listed := map[string]bool{}
+	panes := map[int64]bool{pane: true}
+	for n, line := range bytes.Split(bytes.TrimSuffix(body, []byte{'\n'}), []byte{'\n'}) {
+		var l markerLine
+		if err := json.Unmarshal(line, &l); err != nil || l.Key == "" || l.Bytes == nil {
+			why := "no key or bytes"
+			if err != nil {
+				why = err.Error()
+			}
+			v.problem(problem{Kind: kindMarkerUnreadable, Key: key,
+				Message: fmt.Sprintf("line %d of the completion marker is not a file's result (%s): it was changed outside s3once", n+1, why)})
+			return mr
+		}
+		mr.Files++
+		listed[l.Key] = true
+		if p, ok := paneOf[l.Key]; ok {
+			panes[p] = true
+		}
+		size, ok := v.sizes[l.Key]
+		switch {
+		case l.Bucket != v.o.bucket:
+			v.problem(problem{Kind: kindMarkerMissing, Key: key,
+				Message: fmt.Sprintf("the completion marker lists s3://%s/%s, in another bucket", l.Bucket, l.Key)})
+		case !ok:
+			v.problem(problem{Kind: kindMarkerMissing, Key: key,
+				Message: fmt.Sprintf("the completion marker lists %s, which is not there (or lies outside the prefix): deleted outside s3once", l.Key)})
+		case size != *l.Bytes:
+			v.problem(problem{Kind: kindMarkerMissing, Key: key,
+				Message: fmt.Sprintf("the completion marker lists %s with %d bytes; it holds %d: overwritten outside s3once", l.Key, *l.Bytes, size)})
+		}
+	}
+	var unlisted []string
+	for _, f := range byWindow[window] {
+		if panes[f.pane] && !listed[f.key] {
+			unlisted = append(unlisted, f.key)
+		}
+	}
+	if len(unlisted) > 0 {
+		slices.Sort(unlisted)
+		v.problem(problem{Kind: kindMarkerIncomplete, Key: key,
+			Message: fmt.Sprintf("the completion marker lists %d files of window %s, and %d more of its files are in the folder (such as %s): it was written before they were committed, so a reader that waited for it may have read the window without them", mr.Files, window, len(unlisted), unlisted[0])})
+	}
+	return mr
+}
+
+// markerWindow is the window and pane a completion marker's key names
+// (ownkeys.MarkerKey's inverse, for a key IsMarker takes).
+func markerWindow(prefix, key string) (window string, pane int64) {
+	rest := strings.TrimPrefix(key[len(ownkeys.Folder(prefix)):], ownkeys.MarkerName)
+	rest = strings.TrimPrefix(rest, "-")
+	window, p, _ := strings.Cut(rest, "pane-")
+	window = strings.TrimSuffix(window, "-")
+	if window == "" {
+		window = "global"
+	}
+	pane, _ = strconv.ParseInt(p, 10, 64)
+	return window, pane
 }
 
 // ---- uploads -------------------------------------------------------------

@@ -431,6 +431,29 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		}
 	})
 
+	// A completion marker written before all of its window's files were
+	// committed (an early firing).
+	t.Run("CompletionMarkerEarly", func(t *testing.T) {
+		f := folder(t)
+		files := f.consistent()
+		key := ownkeys.MarkerKey(f.prefix, "global", 0)
+		f.successMarker(key, files[0], files[1])
+		rep := verify(t, f, exitProblems)
+		wantProblems(t, rep, kindMarkerIncomplete+" "+key)
+		if m := rep.Problems[0].Message; !strings.Contains(m, "2 more") || !strings.Contains(m, files[2].Key) {
+			t.Fatalf("the problem does not name what the marker leaves out: %s", m)
+		}
+		// A later pane's marker lists that pane's files only.
+		g := folder(t)
+		g.prefix += "-panes"
+		g.settings("2", ext, 2)
+		p0 := g.file(g.name("d", "global", 0, 2, 0, ext))
+		p1 := g.file(ownkeys.FileKey(g.prefix, "d", ownkeys.FileName{Window: "global", Pane: 1, Shard: 1, Shards: 2, Ext: ext}))
+		g.successMarker(ownkeys.MarkerKey(g.prefix, "global", 0), p0)
+		g.successMarker(ownkeys.MarkerKey(g.prefix, "global", 1), p1)
+		wantProblems(t, verify(t, g, exitOK))
+	})
+
 	t.Run("CompletionMarkerUnreadable", func(t *testing.T) {
 		f := folder(t)
 		f.consistent()
