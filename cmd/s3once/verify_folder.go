@@ -140,6 +140,13 @@ func (v *verifier) problem(p problem) {
 	v.mu.Unlock()
 }
 
+// named reports keys named like s3once's files.
+func (v *verifier) named(n ...namedLike) {
+	v.mu.Lock()
+	v.rep.NamedLikeS3once = append(v.rep.NamedLikeS3once, n...)
+	v.mu.Unlock()
+}
+
 func (v *verifier) unverified(key string, err error) {
 	v.mu.Lock()
 	v.rep.Unverified = append(v.rep.Unverified, unverified{Key: key, Error: err.Error()})
@@ -151,8 +158,9 @@ func (v *verifier) unverified(key string, err error) {
 // readSettings reads and judges the settings marker.
 func (v *verifier) readSettings(ctx context.Context) {
 	sr := &v.rep.Settings
-	// One byte over the marker's bound, so that an oversized marker is
-	// read and refused by its decoder rather than failing the read.
+	// One byte over the marker's bound, so that a marker just over it is
+	// refused by its decoder (a problem); a far larger object fails the
+	// read (unverified).
 	body, found, err := v.c.ReadObject(ctx, v.o.bucket, sr.Key, settingsmarker.MaxBytes+1)
 	if err != nil {
 		v.settingsUnread = true
@@ -342,23 +350,30 @@ func (v *verifier) checkPartitions(ctx context.Context) {
 			}
 		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.o.concurrency)
+	// Manifests are read on one group, their files looked up on another, so
+	// that a manifest's reader waiting for a look-up slot never holds the
+	// slot a look-up needs.
+	var manifests, lookups errgroup.Group
+	manifests.SetLimit(v.o.concurrency)
+	lookups.SetLimit(v.o.concurrency)
 	for _, k := range keys {
 		p := v.parts[k]
 		if len(p.files) == 0 && p.manifest == "" {
-			v.rep.NamedLikeS3once = append(v.rep.NamedLikeS3once, p.named...)
+			v.named(p.named...)
 			continue // only keys named like s3once's: no partition of s3once's
 		}
 		pr := &partitionReport{Destination: k.dest, Window: k.window, Manifest: p.manifest, Files: len(p.files)}
 		v.rep.Partitions = append(v.rep.Partitions, pr)
 		if p.manifest != "" {
 			pr.CheckedBy = byManifest
-			v.checkByManifest(gctx, g, k, p, pr)
+			manifests.Go(func() error {
+				v.checkByManifest(ctx, &lookups, k, p, pr)
+				return nil
+			})
 			continue
 		}
 		pr.CheckedBy = byListing
-		v.rep.NamedLikeS3once = append(v.rep.NamedLikeS3once, p.named...)
+		v.named(p.named...)
 		switch {
 		case !v.rep.Settings.Found:
 			pr.Note = "no manifest and no settings marker: an output-version-1 folder (an earlier release), checked by a listing alone"
@@ -369,23 +384,27 @@ func (v *verifier) checkPartitions(ctx context.Context) {
 		}
 		v.checkByListing(k, p, pr)
 	}
-	_ = g.Wait() // every look-up reports its own failure
+	_ = manifests.Wait() // every read and look-up reports its own failure
+	_ = lookups.Wait()
 }
 
 // checkByManifest reads the partition's manifest and looks up every file it
-// lists, concurrently on g; a listed s3once file it does not list makes the
-// partition mixed.
-func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k partKey, p *partition, pr *partitionReport) {
+// lists, concurrently on lookups; a listed s3once file it does not list
+// makes the partition mixed. It touches only its partition's p and pr, and
+// the report through v's lock.
+func (v *verifier) checkByManifest(ctx context.Context, lookups *errgroup.Group, k partKey, p *partition, pr *partitionReport) {
 	body, found, err := v.c.ReadObject(ctx, v.o.bucket, p.manifest, manifest.MaxBytes)
 	if err == nil && !found {
 		err = errors.New("listed, then not found: read again")
 	}
 	if err != nil {
+		v.named(p.named...)
 		v.unverified(p.manifest, err)
 		return
 	}
 	entries, err := manifest.Decode(body)
 	if err != nil {
+		v.named(p.named...)
 		v.problem(problem{Kind: kindManifest, Destination: k.dest, Window: k.window, Key: p.manifest,
 			Message: fmt.Sprintf("the partition manifest does not decode (%v): it was changed outside s3once; the partition's files cannot be proved", err)})
 		return
@@ -400,7 +419,7 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 	p.listed = listed
 	for _, n := range p.named {
 		if !listed[n.Key] {
-			v.rep.NamedLikeS3once = append(v.rep.NamedLikeS3once, n)
+			v.named(n)
 		}
 	}
 	for _, f := range p.files {
@@ -425,7 +444,7 @@ func (v *verifier) checkByManifest(ctx context.Context, g *errgroup.Group, k par
 			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: e.Key,
 				Message: fmt.Sprintf("the manifest %s lists a file named for %d shards where the settings marker records %d: the files and the settings marker disagree", p.manifest, n.shards, v.shards)})
 		}
-		g.Go(func() error {
+		lookups.Go(func() error {
 			lctx, cancel := context.WithTimeout(ctx, v.lookupBound(e.Size))
 			h, err := v.c.Lookup(lctx, v.o.bucket, e.Key, e.Size)
 			cancel()

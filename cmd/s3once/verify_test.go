@@ -467,7 +467,13 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		f.consistent()
 		key := ownkeys.ManifestKey(f.prefix, "day=2", "global")
 		f.put(key, []byte("{}\n"))
-		wantProblems(t, verify(t, f, exitProblems), kindManifest+" "+key)
+		foreign := f.name("day=2", "global", 0, 2, 0, ".csv")
+		f.put(foreign, []byte("a user's"))
+		rep := verify(t, f, exitProblems)
+		wantProblems(t, rep, kindManifest+" "+key)
+		if len(rep.NamedLikeS3once) != 1 || rep.NamedLikeS3once[0].Key != foreign {
+			t.Fatalf("named like s3once's: %+v", rep.NamedLikeS3once)
+		}
 	})
 
 	// A folder at the bucket's root, the default staging folder inside it:
