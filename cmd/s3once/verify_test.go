@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -615,4 +618,26 @@ func TestVerifyUnderFaults(t *testing.T) {
 			t.Fatalf("report %+v", rep)
 		}
 	})
+}
+
+// TestVerifyCallsS3ThroughTheCommitter: verify's own files import no S3
+// SDK package, so every call it makes is one of the committer's, bounded
+// and under its Policy.
+func TestVerifyCallsS3ThroughTheCommitter(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, name := range []string{"verify.go", "verify_folder.go"} {
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(p, "github.com/aws/") {
+				t.Errorf("%s imports %s: call S3 through the committer", name, p)
+			}
+		}
+	}
 }
