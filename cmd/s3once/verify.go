@@ -52,10 +52,10 @@ A problem found wins over what could not be checked: exit 1.
 
 With --json the report is one JSON object on stdout; its field names and
 problem kinds are stable:
-  settings-unreadable, settings-missing, manifest-unreadable, manifest-entry-foreign,
-  file-missing, file-changed, file-extra, file-other-settings,
-  shards-mixed, marker-unreadable, marker-file-missing,
-  marker-incomplete, upload-left, no-output
+  settings-unreadable, settings-missing, manifest-unreadable,
+  manifest-entry-foreign, file-missing, file-changed, file-extra,
+  file-other-settings, shards-mixed, marker-unreadable,
+  marker-file-missing, marker-incomplete, upload-left, no-output
 
 Examples:
   s3once verify --bucket data --prefix events/

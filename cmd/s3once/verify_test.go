@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -639,5 +642,44 @@ func TestVerifyCallsS3ThroughTheCommitter(t *testing.T) {
 				t.Errorf("%s imports %s: call S3 through the committer", name, p)
 			}
 		}
+	}
+}
+
+// TestVerifyKindsDocumented: every problem kind verify reports is named in
+// its help and in docs/operating.md.
+func TestVerifyKindsDocumented(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "verify_folder.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ast.Inspect(f, func(node ast.Node) bool {
+		vs, ok := node.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "kind") {
+			return true
+		}
+		lit, ok := vs.Values[0].(*ast.BasicLit)
+		if !ok {
+			return true
+		}
+		kind, err := strconv.Unquote(lit.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if !strings.Contains(verifyUsage, kind) {
+			t.Errorf("verify's help does not name the problem kind %q", kind)
+		}
+		if !strings.Contains(string(docs), "`"+kind+"`") {
+			t.Errorf("docs/operating.md does not name the problem kind %q", kind)
+		}
+		return true
+	})
+	if n < 10 {
+		t.Fatalf("found %d problem kinds in verify_folder.go", n)
 	}
 }
