@@ -50,7 +50,9 @@ test: tools vet
 FUZZTIME ?= 30s
 CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
 SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch FuzzDecodeSettings FuzzUnpack
-OWNKEYS_FUZZ := FuzzKeys
+OWNKEYS_FUZZ := FuzzKeys FuzzPartitionKeys
+MANIFEST_FUZZ := FuzzDecodeManifest FuzzEncodeManifest
+SETTINGSMARKER_FUZZ := FuzzDecodeSettingsMarker
 
 fuzz:
 	set -e; for f in $(CODER_FUZZ); do \
@@ -59,6 +61,10 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./sink/; \
 	done; for f in $(OWNKEYS_FUZZ); do \
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/ownkeys/; \
+	done; for f in $(MANIFEST_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/manifest/; \
+	done; for f in $(SETTINGSMARKER_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/settingsmarker/; \
 	done
 
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a

@@ -42,6 +42,7 @@ var fakeTests = []struct {
 	{"SweepOlderThanByServerClock", TestSweepOlderThanByServerClock},
 	{"SweepRefusesBadOptions", TestSweepRefusesBadOptions},
 	{"SweepWarnsAboutLifecycleRules", TestSweepWarnsAboutLifecycleRules},
+	{"ListUploads", TestListUploads},
 }
 
 const fakePrefix = "TestOnFake/"

@@ -89,6 +89,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"sweep", "--help"}, exitOK, "checkpoint is retained", ""},
 		{[]string{"sweep", "-h"}, exitOK, "-dry-run", ""},
 		{[]string{"inspect", "--help"}, exitOK, "--base64", ""},
+		{[]string{"help", "verify"}, exitOK, "named like s3once's", ""},
+		{[]string{"help"}, exitOK, "verify   prove", ""},
 		{[]string{"sweep"}, exitUsage, "", "--bucket is required"},
 		{[]string{"sweep", "--bucket", "b"}, exitUsage, "", "--prefix is required"},
 		{[]string{"sweep", "--bucket", "b", "--prefix", "p"}, exitUsage, "", "--older-than is required"},

@@ -10,10 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3req"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -58,11 +55,11 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		concurrency = fs.Int("concurrency", committer.DefaultSweepConcurrency, "uploads inspected and aborted at once")
 		attempts    = fs.Int("max-attempts", 3, "tries per S3 call on retryable errors (on top of the SDK's own)")
 		versioned   = fs.Bool("versioned", false, "the bucket keeps versions: also remove the old versions and delete markers of s3once's staging keys")
-		owner       = fs.String("expected-bucket-owner", "", "account ID that must own the bucket (S3 refuses every call otherwise)")
 		cf          clientFlags
 	)
 	fs.Var(&olderThan, "older-than", "minimum age of what is removed: a duration (36h) or days (7d) (required)")
 	cf.register(fs)
+	cf.registerOwner(fs)
 	if err := parse(fs, args, e.stdout); err != nil {
 		return err
 	}
@@ -83,13 +80,6 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	client, err := cf.client(ctx)
 	if err != nil {
 		return err
-	}
-	if *owner != "" {
-		req := s3req.Settings{ExpectedBucketOwner: *owner}
-		if err := req.Validate(); err != nil {
-			return usagef("%v", err)
-		}
-		client = s3.New(client.Options(), req.Apply)
 	}
 	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts, Versioned: *versioned})
 	if err != nil {

@@ -62,10 +62,22 @@
 //	read-back of an object (no HEAD CRC)   committer   the caller's context    6 restarts                the caller's context
 //	clean-up after a commit or a failure   all         30 s in all, detached   per call as above         30 s
 //	each preflight check                   sink        30 s                    1 (SDK retries inside)    30 s
+//	s3once verify: ListObjectsV2 and       verify      30 s                    3 (--max-attempts),       90.3 s a page or call
+//	 ListMultipartUploads pages, HeadObject                                    transient, 0.1-5 s
+//	 of each manifest entry, GetObject of                                      backoff
+//	 the settings marker, a manifest, a
+//	 completion marker (read whole within
+//	 one attempt)
+//	a manifest entry's look-up (verify)    verify      HEAD as above, then     3 read-backs              90.3 s + 3 x (30 s + 1 s/MiB
+//	                                                   each read-back 30 s +                              + 5 s): 195.3 s for an
+//	                                                   1 s/MiB                                            empty file, 219.3 s at 8 MiB
 //
 // The stream's bound grows with PartSize (1 s per MiB); the committer's
 // attempts and backoff follow committer.Options (MaxAttempts, BaseBackoff,
-// MaxBackoff, CallTimeout, CompleteTimeout, SettleTimeout).
+// MaxBackoff, CallTimeout, CompleteTimeout, SettleTimeout). s3once verify
+// runs a committer with MaxAttempts 3 (--max-attempts) and bounds each
+// file's look-up, read-back included, as in its row, since the committer
+// bounds a read-back by its context alone.
 //
 // # Listings
 //
