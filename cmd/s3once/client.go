@@ -19,8 +19,9 @@ type clientFlags struct {
 }
 
 func (cf *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&cf.endpoint, "endpoint", "", "S3 endpoint URL, for S3-compatible servers (default: AWS)")
-	fs.StringVar(&cf.region, "region", "", "region (default: from the AWS chain; us-east-1 with --endpoint)")
+	fs.StringVar(&cf.endpoint, "s3-endpoint", "", "S3 endpoint URL, for S3-compatible servers (default: AWS)")
+	fs.StringVar(&cf.endpoint, "endpoint", "", "the same as --s3-endpoint")
+	fs.StringVar(&cf.region, "region", "", "region (default: from the AWS chain; us-east-1 with --s3-endpoint)")
 	fs.BoolVar(&cf.pathStyle, "path-style", false, "path-style addressing (http://host/bucket/key), which most S3-compatible servers need")
 	fs.StringVar(&cf.profile, "profile", "", "shared-config profile (default: $AWS_PROFILE or default)")
 }

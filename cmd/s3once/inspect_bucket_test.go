@@ -88,7 +88,7 @@ func TestInspectBucket(t *testing.T) {
 	env := []string{"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey}
 	inspect := func(key string, extra ...string) result {
 		t.Helper()
-		args := append([]string{"inspect", "--bucket", b, "--key", key, "--endpoint", srv.Endpoint(), "--path-style"}, extra...)
+		args := append([]string{"inspect", "--bucket", b, "--key", key, "--s3-endpoint", srv.Endpoint(), "--path-style"}, extra...)
 		r := runCmd(t, "", env, args...)
 		if r.code != exitOK {
 			t.Fatalf("inspect %s: exit %d: %s", key, r.code, r.stderr)

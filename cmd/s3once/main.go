@@ -12,8 +12,8 @@
 // parts and side objects, and what s3once would do with each.
 //
 // Credentials and region come from the standard AWS chain (environment,
-// shared config and credentials files, SSO, instance roles); --endpoint and
-// --path-style point the tool at S3-compatible servers.
+// shared config and credentials files, SSO, instance roles); --s3-endpoint
+// (or --endpoint) and --path-style point the tool at S3-compatible servers.
 //
 // Exit codes, for scripts:
 //

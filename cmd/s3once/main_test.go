@@ -261,7 +261,7 @@ func TestSweep(t *testing.T) {
 	env := []string{
 		"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey,
 	}
-	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "8s", "--endpoint", srv.Endpoint(), "--path-style"}
+	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "8s", "--s3-endpoint", srv.Endpoint(), "--path-style"}
 
 	// A cutoff typo (8s, 7m for 7d) is refused without --force; so is a
 	// staging prefix over the output.
@@ -314,7 +314,7 @@ func TestSweep(t *testing.T) {
 	}
 
 	// A sweep that fails: exit 1.
-	r = runCmd(t, "", env, "sweep", "--bucket", "no-such-bucket-here", "--prefix", "out/", "--older-than", "7d", "--endpoint", srv.Endpoint(), "--path-style")
+	r = runCmd(t, "", env, "sweep", "--bucket", "no-such-bucket-here", "--prefix", "out/", "--older-than", "7d", "--s3-endpoint", srv.Endpoint(), "--path-style")
 	if r.code != exitFail || !strings.Contains(r.stderr, "no-such-bucket-here") {
 		t.Fatalf("missing bucket: exit %d: %s", r.code, r.stderr)
 	}

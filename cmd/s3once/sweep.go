@@ -40,7 +40,7 @@ stderr. Exit codes: 0 success, 1 the sweep failed in whole or in part,
 Examples:
   s3once sweep --bucket data --prefix events/ --older-than 7d --dry-run
   s3once sweep --bucket data --prefix events/ --older-than 7d \
-      --endpoint http://minio:9000 --path-style
+      --s3-endpoint http://minio:9000 --path-style
 `
 
 func sweepCmd(ctx context.Context, e env, args []string) error {

@@ -46,7 +46,7 @@ func TestSweepVersionedAndOwner(t *testing.T) {
 		return len(out.Versions) + len(out.DeleteMarkers)
 	}
 	env := []string{"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey}
-	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "7d", "--endpoint", srv.Endpoint(), "--path-style"}
+	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "7d", "--s3-endpoint", srv.Endpoint(), "--path-style"}
 	if r := runCmd(t, "", env, args...); r.code != exitOK || versions(own) != 2 {
 		t.Fatalf("without --versioned: exit %d, %d versions of the own key left (want 2)\n%s", r.code, versions(own), r.stderr)
 	}
@@ -63,7 +63,7 @@ func TestSweepVersionedAndOwner(t *testing.T) {
 
 	vg := s3test.Start(t, s3test.Options{})
 	vb := vg.Bucket(t)
-	args = []string{"sweep", "--bucket", vb, "--prefix", "out", "--older-than", "7d", "--endpoint", vg.Endpoint(), "--path-style"}
+	args = []string{"sweep", "--bucket", vb, "--prefix", "out", "--older-than", "7d", "--s3-endpoint", vg.Endpoint(), "--path-style"}
 	if r := runCmd(t, "", env, append(args, "--expected-bucket-owner", "444455556666")...); r.code == exitOK || !strings.Contains(r.stderr, "AccessDenied") {
 		t.Errorf("another owner: exit %d\n%s", r.code, r.stderr)
 	}

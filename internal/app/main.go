@@ -88,6 +88,9 @@ func (p Program) Main() int {
 	if err := cfg.Validate(); err != nil {
 		return fail(ExitUsage, "%v", err)
 	}
+	if err := CheckJobEndpoint(ctx, cfg.Endpoint); err != nil {
+		return fail(ExitUsage, "%v", err)
+	}
 	if !p.Sink.SkipPreflight {
 		pctx, cancel := context.WithTimeout(ctx, p.Sink.PreflightTimeout)
 		err := sink.Preflight(pctx, cfg)
