@@ -95,8 +95,8 @@ type Config struct {
 	// Spark, Hive, Trino and Athena skip.
 	StagingPrefix string
 
-	// Endpoint is the S3 endpoint URL (http or https), for S3-compatible
-	// servers; empty means AWS.
+	// Endpoint is the S3 endpoint URL (http or https, the server's address
+	// with no path), for S3-compatible servers; empty means AWS.
 	Endpoint string
 	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
 	// the shared config), else us-east-1.
@@ -358,6 +358,10 @@ func (c Config) settings() (settings, error) {
 		u, err := url.Parse(s.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("Endpoint %q must be an http:// or https:// URL", s.Endpoint)
+		} else if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			// The SDK would put the path before every bucket and key, and
+			// the server answer with errors that never name it.
+			bad("Endpoint %q has a path: give the server's address alone, %s://%s; the bucket goes in Bucket and the folder in Prefix", s.Endpoint, u.Scheme, u.Host)
 		}
 	}
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
