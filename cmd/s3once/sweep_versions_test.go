@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
@@ -69,5 +71,20 @@ func TestSweepVersionedAndOwner(t *testing.T) {
 	}
 	if r := runCmd(t, "", env, append(args, "--expected-bucket-owner", s3test.AccessKey)...); r.code != exitOK {
 		t.Errorf("the right owner: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// The JSON report carries the old versions' counts, as the text does.
+func TestSweepJSONCountsOldVersions(t *testing.T) {
+	rep := committer.SweepReport{DryRun: true, Versions: committer.SweepCounts{Scanned: 3, Stale: 3, Bytes: 42}}
+	items := &staleItems{limit: 10}
+	items.add(committer.SweepItem{Kind: "old version", Key: "k", VersionID: "v2"})
+	items.add(committer.SweepItem{Kind: "old version", Key: "k", VersionID: "v1", Bytes: 42})
+	j := sweepJSON(rep, time.Hour, items)
+	if j.OldVersions.Scanned != 3 || j.OldVersions.Stale != 3 || j.OldVersions.Bytes != 42 {
+		t.Errorf("old_versions %+v, want 3 scanned and stale, 42 bytes", j.OldVersions)
+	}
+	if len(j.Items) != 2 || j.Items[0].VersionID != "v1" || j.Items[1].VersionID != "v2" || j.Items[0].Time != nil {
+		t.Errorf("items %+v, want v1 then v2, without times", j.Items)
 	}
 }
