@@ -443,7 +443,9 @@ func (c Config) settings() (settings, error) {
 	// The recoverable package owns the bounds of its options. A typed nil
 	// client passes its nil check; the writer is never used.
 	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
-		bad("%v", err)
+		// Its problems, without its own code: this error carries the
+		// configuration's.
+		bad("%s", strings.TrimPrefix(err.Error(), recoverable.ErrInvalidOptions.Error()+": "))
 	}
 
 	if len(problems) > 0 {

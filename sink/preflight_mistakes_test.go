@@ -88,3 +88,17 @@ func TestPreflightEndpointWithPath(t *testing.T) {
 	}
 	checkEmpty(t, bucket)
 }
+
+// A stream option out of bounds is one problem of the configuration, with
+// the configuration's code alone, not the stream's inside it.
+func TestInvalidStreamOptionCarriesOneCode(t *testing.T) {
+	cfg := testConfig("bucket", "out")
+	cfg.PartSize = 1 << 20
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("a 1 MiB PartSize passed")
+	}
+	if n := strings.Count(err.Error(), "[s3once:"); n != 1 || !strings.Contains(err.Error(), "PartSize") {
+		t.Errorf("%q carries %d codes, want 1, and should name PartSize", err, n)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -109,10 +110,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "s3once %s: %v\nRun 's3once %s --help' for usage.\n", args[0], err, args[0])
+		fmt.Fprintf(stderr, "%s\nRun 's3once %s --help' for usage.\n", prefixed(args[0], err), args[0])
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "s3once %s: %v\n", args[0], err)
+		fmt.Fprintln(stderr, prefixed(args[0], err))
 		return exitFail
 	}
+}
+
+// prefixed is err's message after "s3once <cmd>: ", unless it already
+// starts with the command's name (the committer's errors name the sweep).
+func prefixed(cmd string, err error) string {
+	msg, name := err.Error(), "s3once "+cmd
+	if strings.HasPrefix(msg, name+" ") || strings.HasPrefix(msg, name+":") {
+		return msg
+	}
+	return name + ": " + msg
 }

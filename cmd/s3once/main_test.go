@@ -275,6 +275,9 @@ func TestSweep(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "StagingPrefix") {
 		t.Fatalf("a staging prefix over the output: exit %d: %s", r.code, r.stderr)
 	}
+	if strings.Contains(r.stderr, "s3once sweep: s3once sweep") || !strings.HasPrefix(r.stderr, "s3once sweep") {
+		t.Errorf("the message repeats or lacks its prefix: %s", r.stderr)
+	}
 	if u, s := count(); u != 4 || s != 2 {
 		t.Fatalf("refused sweeps changed things: %d uploads, %d side objects", u, s)
 	}
