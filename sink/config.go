@@ -99,8 +99,8 @@ type Config struct {
 	// Spark, Hive, Trino and Athena skip.
 	StagingPrefix string
 
-	// Endpoint is the S3 endpoint URL (http or https), for S3-compatible
-	// servers; empty means AWS.
+	// Endpoint is the S3 endpoint URL (http or https, the server's address
+	// with no path), for S3-compatible servers; empty means AWS.
 	Endpoint string
 	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
 	// the shared config), else us-east-1.
@@ -383,6 +383,10 @@ func (c Config) settings() (settings, error) {
 		u, err := url.Parse(s.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("Endpoint %q must be an http:// or https:// URL", s.Endpoint)
+		} else if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			// The SDK would put the path before every bucket and key, and
+			// the server answer with errors that never name it.
+			bad("Endpoint %q has a path: give the server's address alone, %s://%s; the bucket goes in Bucket and the folder in Prefix", s.Endpoint, u.Scheme, u.Host)
 		}
 	}
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
@@ -471,7 +475,9 @@ func (c Config) settings() (settings, error) {
 	// The recoverable package owns the bounds of its options. A typed nil
 	// client passes its nil check; the writer is never used.
 	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
-		bad("%v", err)
+		// Its problems, without its own code: this error carries the
+		// configuration's.
+		bad("%s", strings.TrimPrefix(err.Error(), recoverable.ErrInvalidOptions.Error()+": "))
 	}
 
 	if len(problems) > 0 {

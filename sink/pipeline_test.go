@@ -547,6 +547,6 @@ func TestBeamFinalizationFaults(t *testing.T) {
 		t.Fatalf("%d callbacks registered; want 20", registered)
 	}
 	if run == registered || lost == 0 {
-		t.Errorf("Beam runs every callback (%d of %d) and logs %d lost-finalization lines: the SDK's finalization may be fixed; revisit FinalizeAuto and the README's limits", run, registered, lost)
+		t.Errorf("Beam runs every callback (%d of %d) and logs %d lost-finalization lines: the SDK's finalization may be fixed; revisit FinalizeAuto and the limits in docs/guarantees.md", run, registered, lost)
 	}
 }

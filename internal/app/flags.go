@@ -81,6 +81,10 @@ func (f *SinkFlags) Register(fs *flag.FlagSet, defaultPrefix, defaultCompression
 		}
 	}
 
+	// pipelines/minimal spells the endpoint --s3_endpoint, as Beam spells
+	// its own flags; both spellings set the same field.
+	fs.StringVar(&f.cfg.Endpoint, "s3_endpoint", f.cfg.Endpoint, "the same as --s3-endpoint")
+
 	fs.BoolVar(&f.SkipPreflight, "skip-preflight", false, "do not check the bucket, permissions and conditional writes before running")
 	fs.DurationVar(&f.PreflightTimeout, "preflight-timeout", 2*time.Minute, "bound on the preflight")
 }

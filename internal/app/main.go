@@ -88,6 +88,9 @@ func (p Program) Main() int {
 	if err := cfg.Validate(); err != nil {
 		return fail(ExitUsage, "%v", err)
 	}
+	if err := CheckJobEndpoint(ctx, cfg.Endpoint); err != nil {
+		return fail(ExitUsage, "%v", err)
+	}
 	if !p.Sink.SkipPreflight {
 		pctx, cancel := context.WithTimeout(ctx, p.Sink.PreflightTimeout)
 		err := sink.Preflight(pctx, cfg)
@@ -106,7 +109,15 @@ func (p Program) Main() int {
 		return fail(ExitUsage, "build the pipeline: %v", err)
 	}
 	run := Collect(s, results)
+	pctx, stopProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		reportProgress(pctx, stderr, p.Name, run)
+	}()
 	out, err := Run(ctx, pl, run)
+	stopProgress()
+	<-progressDone
 	if err != nil {
 		if cerr := context.Cause(ctx); cerr != nil {
 			if errors.Is(cerr, context.Canceled) {

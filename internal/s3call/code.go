@@ -61,6 +61,8 @@ const (
 	Transient
 	// Canceled: the caller's context was cancelled.
 	Canceled
+	// InvalidBucketName: the server refuses the bucket's name.
+	InvalidBucketName
 )
 
 var codeNames = [...]string{
@@ -68,7 +70,7 @@ var codeNames = [...]string{
 	NoSuchBucket: "NoSuchBucket", PreconditionFailed: "PreconditionFailed", Conflict: "Conflict",
 	InvalidPart: "InvalidPart", EntityTooSmall: "EntityTooSmall", AccessDenied: "AccessDenied",
 	Unauthenticated: "Unauthenticated", WrongRegion: "WrongRegion", NotImplemented: "NotImplemented",
-	Transient: "Transient", Canceled: "Canceled",
+	Transient: "Transient", Canceled: "Canceled", InvalidBucketName: "InvalidBucketName",
 }
 
 func (c Code) String() string {
@@ -86,6 +88,7 @@ var byAPICode = map[string]Code{
 	"NoSuchLifecycleConfiguration": NotFound,
 	"NoSuchUpload":                 NoSuchUpload,
 	"NoSuchBucket":                 NoSuchBucket,
+	"InvalidBucketName":            InvalidBucketName,
 	"PreconditionFailed":           PreconditionFailed,
 	"ConditionalRequestConflict":   Conflict,
 	"OperationAborted":             Conflict,

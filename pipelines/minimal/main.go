@@ -4,7 +4,7 @@
 // examples; the README's "Use it in your own program" quotes it.
 //
 //	AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... go run ./pipelines/minimal \
-//	  --bucket demo --prefix minimal --s3_endpoint http://127.0.0.1:7070
+//	  --bucket demo --prefix minimal --s3-endpoint http://127.0.0.1:7070
 package main
 
 import (
@@ -25,7 +25,7 @@ import (
 var (
 	bucket   = flag.String("bucket", "", "bucket to write to (required)")
 	prefix   = flag.String("prefix", "minimal", "folder of the output files")
-	endpoint = flag.String("s3_endpoint", "", "S3-compatible endpoint URL; empty for AWS")
+	endpoint = flag.String("s3-endpoint", "", "S3-compatible endpoint URL; empty for AWS") // not --endpoint: Beam's job service
 	lines    = flag.Int("lines", 1000, "number of lines to write")
 )
 
@@ -37,6 +37,7 @@ func report(n int)                     { log.Printf("committed %d files", n) }
 func init() {
 	register.Function1x1(fileKey)
 	register.Function1x0(report)
+	flag.StringVar(endpoint, "s3_endpoint", "", "the same as --s3-endpoint")
 }
 
 func main() {
