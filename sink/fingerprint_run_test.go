@@ -113,7 +113,7 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 	}
 	for _, preflight := range []bool{true, false} {
 		_, err := settingsRun(t, bucket, "out", in, "gzip", 2, preflight)
-		if !errors.Is(err, ErrSettingsChanged) || !strings.Contains(err.Error(), "set OutputVersion: 1") || !strings.Contains(err.Error(), "earlier s3once release") {
+		if err == nil || !errcode.Has(errors.New(err.Error()), errcode.SettingsChanged) || !strings.Contains(err.Error(), "set OutputVersion: 1") || !strings.Contains(err.Error(), "earlier s3once release") {
 			t.Errorf("a run of output version 2 into a folder without a marker (preflight %v): %v", preflight, err)
 		}
 		if !maps.EqualFunc(before, relative(t, c, bucket, "out"), bytes.Equal) {
