@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // children are the programs the tests run, built together (one go build
 // shares the work) the first time one is needed.
-var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter"}
+var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter", "cmd/s3once"}
 
 var (
 	buildOnce sync.Once
@@ -336,4 +337,40 @@ func errorsIsAny(err error, targets ...error) bool {
 		}
 	}
 	return false
+}
+
+// verifyFolder runs `s3once verify` on bucket/prefix against endpoint and
+// returns its JSON report; it fails the test unless the folder verifies
+// (exit code 0).
+func verifyFolder(t testing.TB, endpoint, bucket, prefix string) map[string]any {
+	t.Helper()
+	out, code := runVerify(t, endpoint, bucket, prefix)
+	if code != 0 {
+		t.Fatalf("s3once verify s3://%s/%s exited %d:\n%s", bucket, prefix, code, out)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("s3once verify --json: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// runVerify runs `s3once verify --json` and returns its output and exit code.
+func runVerify(t testing.TB, endpoint, bucket, prefix string) ([]byte, int) {
+	t.Helper()
+	cmd := exec.Command(binary(t, "cmd/s3once"), "verify", "--json", "--bucket", bucket, "--prefix", prefix,
+		"--s3-endpoint", endpoint, "--path-style", "--region", s3test.Region)
+	cmd.Env = childEnv(s3test.AccessKey, s3test.SecretKey)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.Bytes(), 0
+	case errors.As(err, &exit):
+		return append(stdout.Bytes(), stderr.Bytes()...), exit.ExitCode()
+	}
+	t.Fatalf("s3once verify: %v\n%s", err, stderr.String())
+	return nil, -1
 }

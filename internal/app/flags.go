@@ -52,7 +52,8 @@ var sinkFlagTable = []sinkFlag{
 	{"PartSize", "part-size", "multipart part size in bytes, at least 5 MiB (0: 8 MiB)"},
 	{"Concurrency", "part-concurrency", "parts uploaded at once per file (0: 4)"},
 	{"InlineTailMax", "inline-tail-max", "largest tail carried inside a checkpoint instead of a side object; -1 never (0: 4 KiB)"},
-	{"FinalizeCommit", "finalize-commit", "commit at bundle finalization too: auto, always or never (empty: auto, which finalizes on Dataflow only)"},
+	{"FinalizeCommit", "finalize-commit", "commit at bundle finalization too: auto, always or never (empty: auto, which never does)"},
+	{"OutputVersion", "output-version", fmt.Sprintf("output version of a folder: 1 (the first releases) or %d (0: %d, for a new folder)", sink.LatestOutputVersion, sink.LatestOutputVersion)},
 }
 
 // Register adds the sink's flags to fs. defaultPrefix and defaultCompression
