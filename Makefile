@@ -43,7 +43,7 @@ vet:
 # sink/finalize_race.go), so those tests skip themselves under -race.
 test: tools vet
 	$(GO) test -race -timeout 30m ./...
-	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun' ./sink/
+	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun|TestFinalizeMode' ./sink/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.

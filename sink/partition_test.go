@@ -486,3 +486,50 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 	}
 	checkClean(t, c, bucket)
 }
+
+// TestUnknownBoundedness: where Beam hides whether the input is bounded, the
+// sink takes it as unbounded: no run-wide barrier, a manifest per window
+// and partition when the window expires, FileResults in their windows, and
+// a line in the log that says so.
+func TestUnknownBoundedness(t *testing.T) {
+	defer func(f func(beam.PCollection) (bool, bool)) { inputBoundedness = f }(inputBoundedness)
+	inputBoundedness = func(beam.PCollection) (bool, bool) { return false, false }
+	logs := captureLogs(t)
+	bucket := srv.Bucket(t)
+	in := minuteEvents(600, 31)
+	if _, err := windowedRun(t, bucket, "hidden", in); err != nil {
+		t.Fatal(err)
+	}
+	if !logs.logged("hides whether the input is bounded") {
+		t.Error("the log does not say Beam hides whether the input is bounded")
+	}
+	c := testClient()
+	perWindow := map[string][]string{}
+	for k := range s3test.Objects(t, c, bucket, "hidden/") {
+		if _, w, ok := ownkeys.ParseFileKey("hidden", k); ok {
+			perWindow[w] = append(perWindow[w], k)
+		}
+	}
+	if len(perWindow) < 3 {
+		t.Fatalf("files in %d windows; want 3", len(perWindow))
+	}
+	for w, keys := range perWindow {
+		var listed []string
+		for _, e := range manifestOf(t, bucket, "hidden", "", w) {
+			listed = append(listed, e.Key)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(listed, keys) {
+			t.Errorf("the manifest of window %s lists %v; the window has %v", w, listed, keys)
+		}
+	}
+	seen := windowsSeen(t)
+	if len(seen) == 0 {
+		t.Fatal("no FileResult seen")
+	}
+	for key, w := range seen {
+		if w == "global" {
+			t.Errorf("the FileResult of %s came out in the global window: the barrier ran", key)
+		}
+	}
+}

@@ -62,6 +62,22 @@
 //	read-back of an object (no HEAD CRC)   committer   the caller's context    6 restarts                the caller's context
 //	clean-up after a commit or a failure   all         30 s in all, detached   per call as above         30 s
 //	each preflight check                   sink        30 s                    1 (SDK retries inside)    30 s
+//	the settings marker: GetObject (read   sink, via   30 s, read whole        6, transient, 0.1-5 s     183.1 s
+//	 whole), PutObject If-None-Match, the   committer   within the attempt      backoff
+//	 listing for files of an earlier
+//	 release (each page)
+//	barrier: ListObjectsV2 of each         sink, via   30 s                    6, transient, 0.1-5 s     183.1 s a page; HEADs
+//	 partition (each page), HeadObject of   committer                          backoff                   16 at a time
+//	 each file, its read-back where the
+//	 server keeps no CRC (as above)
+//	barrier's discard of a refused run:    sink, via   30 s, detached,         per call as above         30 s in all
+//	 AbortMultipartUpload, side objects'    committer   CleanupTimeout in all
+//	 listing and DeleteObjects
+//	partition manifest and completion      sink, via   30 s, read whole        6, transient, 0.1-5 s     183.1 s
+//	 marker: PutObject If-None-Match,       committer   within the attempt      backoff
+//	 GetObject of one in place; the
+//	 commit stage's GetObject of a
+//	 partition's manifest
 //	s3once verify: ListObjectsV2 and       verify      30 s                    3 (--max-attempts),       90.3 s a page or call
 //	 ListMultipartUploads pages, HeadObject                                    transient, 0.1-5 s
 //	 of each manifest entry, GetObject of                                      backoff
