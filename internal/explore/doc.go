@@ -84,8 +84,11 @@
 // # Mutants
 //
 // internal/mutant switches past bugs back into the real code, off unless a
-// test turns them on (committer/mutation.go, recoverable/mutation.go). Each
-// TestMutant* test searches a fixed list of schedules, stops at the first
+// test turns them on (committer/mutation_on.go, recoverable/mutation_on.go).
+// The switches exist only in builds with the s3once_mutant tag, so the
+// TestMutant* tests are in files with that tag: make test and make explore
+// run them with -tags s3once_mutant, and a plain go test leaves them out.
+// Each TestMutant* test searches a fixed list of schedules, stops at the first
 // that catches its bug, logs the schedule and its replay command, and
 // checks the same schedule passes with the bug off:
 //
@@ -109,8 +112,8 @@
 //	S3ONCE_REPLAY=step13-conflict S3ONCE_REPLAY_WORKLOAD=one \
 //	  go test -count=1 -run '^TestReplay$' -v ./internal/explore/
 //
-// with S3ONCE_REPLAY_BUG=<bug> for a mutant. A schedule is a function of
-// its plan: the same plan gives the same releases every run, except after
+// with S3ONCE_REPLAY_BUG=<bug> and -tags s3once_mutant for a mutant. A
+// schedule is a function of its plan: the same plan gives the same releases every run, except after
 // a completion that shows late, whose polls vary (see make explore below).
 //
 // # Bounds

@@ -70,6 +70,9 @@ func (r Result) String() string {
 func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 	var res Result
 	if w.Bug != 0 {
+		if !mutant.Enabled {
+			t.Fatalf("workload %s switches %s on, which needs a build with -tags s3once_mutant", w.Name(), w.Bug)
+		}
 		defer mutant.Set(w.Bug)()
 	}
 	var fake *s3mem.Fake
