@@ -54,7 +54,7 @@ test: tools vet
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults' ./sink/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
-	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/explore/ ./integration/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/explore/ ./integration/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.

@@ -61,6 +61,10 @@ const (
 	Transient
 	// Canceled: the caller's context was cancelled.
 	Canceled
+	// Throttled: the server answered SlowDown for longer than the call's
+	// throttle budget (ErrThrottled). Terminal: the call has waited its
+	// budget already.
+	Throttled
 )
 
 var codeNames = [...]string{
@@ -68,7 +72,7 @@ var codeNames = [...]string{
 	NoSuchBucket: "NoSuchBucket", PreconditionFailed: "PreconditionFailed", Conflict: "Conflict",
 	InvalidPart: "InvalidPart", EntityTooSmall: "EntityTooSmall", AccessDenied: "AccessDenied",
 	Unauthenticated: "Unauthenticated", WrongRegion: "WrongRegion", NotImplemented: "NotImplemented",
-	Transient: "Transient", Canceled: "Canceled",
+	Transient: "Transient", Canceled: "Canceled", Throttled: "Throttled",
 }
 
 func (c Code) String() string {
@@ -124,6 +128,8 @@ func CodeOf(err error) Code {
 	switch {
 	case err == nil:
 		return OK
+	case errors.Is(err, ErrThrottled):
+		return Throttled
 	case errors.Is(err, context.Canceled):
 		return Canceled
 	case errors.Is(err, context.DeadlineExceeded):
