@@ -103,6 +103,10 @@
 //     next): step02-late+step06-crash-before-send, a side-object PUT
 //     that lands behind the next Persist's, then a crash; the newer token
 //     no longer recovers though its upload is open.
+//   - NoThrottleBackoff (SlowDown answers without the shared backoff and
+//     the budget, and the SDK's retry quota back): step03-slowdown, a
+//     SlowDown on a part upload that breaks the stream and costs the file
+//     a second attempt, where TestExploreSlowDown wants none.
 //
 // # Replaying a schedule
 //
@@ -136,7 +140,10 @@
 // preemption), then a crash after each completion and abort in the default
 // order (4); TestExploreSweepBetween, a sweep at every quiescent point,
 // with a crash after each side-object or probe PUT and completion (6); the
-// default schedule and the four mutants' searches (about 20).
+// default schedule and the five mutants' searches (about 20);
+// TestExploreSlowDown, a 503 SlowDown at every release of the default order
+// (18), none of which may cost an attempt: the clients carry a Throttle, as
+// s3call.NewClient's do.
 //
 // # What a schedule costs
 //

@@ -120,3 +120,27 @@ func TestMutantReusePersistKey(t *testing.T) {
 	}
 	caughtBy(t, w, mutant.ReusePersistKey, "although its upload", plans)
 }
+
+// TestMutantNoThrottleBackoff: without the lanes' backoff and Do's budget,
+// a SlowDown on a part upload breaks the stream, and the file needs a
+// second attempt (process): the check of TestExploreSlowDown, that a
+// SlowDown never costs an attempt, fails on it. The same schedule costs one
+// attempt with the bug off.
+func TestMutantNoThrottleBackoff(t *testing.T) {
+	w := DefaultStream()
+	buggy := w
+	buggy.Bug = mutant.NoThrottleBackoff
+	for _, s := range releasesOf(t, w, string(s3fault.UploadPart)) {
+		p := faultAt(s, s3mem.SlowDown)
+		r := RunSchedule(t, buggy, p)
+		if r.Attempts == 1 {
+			continue
+		}
+		t.Logf("%s caught by schedule %s: %d attempts\n  %s", buggy.Bug, r.Plan, r.Attempts, r.Replay)
+		if clean := RunSchedule(t, w, p); clean.Attempts != 1 || len(clean.Violations) > 0 {
+			t.Fatalf("the schedule that caught %s costs an attempt without it too:\n%s", buggy.Bug, clean)
+		}
+		return
+	}
+	t.Fatalf("no SlowDown on a part upload cost %s an attempt", buggy.Bug)
+}

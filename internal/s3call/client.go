@@ -78,8 +78,8 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		th = NewThrottle(0)
 	}
 	return s3.NewFromConfig(cfg, append([]func(*s3.Options){func(so *s3.Options) {
-		so.Retryer = newRetryer(cmp.Or(o.MaxAttempts, cfg.RetryMaxAttempts))
-		so.APIOptions = append(so.APIOptions, th.install)
+		so.RetryMaxAttempts = cmp.Or(o.MaxAttempts, cfg.RetryMaxAttempts)
+		th.Apply(so)
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}

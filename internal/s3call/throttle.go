@@ -12,6 +12,7 @@ import (
 	"time"
 
 	awsmiddle "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/s3once/s3once/errcode"
@@ -164,12 +165,13 @@ type lane struct {
 // admit returns how long a request must wait before it is sent, and the
 // step it is sent under. While the lane backs off, each request adds a
 // jitter of its own of up to one step, so that the requests held back
-// together spread over a step rather than all going at the same instant.
-func (l *lane) admit(now time.Time) (time.Duration, uint64) {
+// together spread over a step rather than all going at the same instant
+// (none without jitter: see WithoutJitter).
+func (l *lane) admit(now time.Time, jitter bool) (time.Duration, uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d := l.until.Sub(now)
-	if l.delay > 0 {
+	if l.delay > 0 && jitter {
 		d = max(d, 0) + rand.N(l.delay+1)
 	}
 	return max(d, 0), l.gen
@@ -179,7 +181,7 @@ func (l *lane) admit(now time.Time) (time.Duration, uint64) {
 // first such answer of a step takes the next step: the wait doubles and
 // starts now. Answers to requests that were sent under an older step were
 // in flight before the lane backed off, and change nothing.
-func (l *lane) slowDown(now time.Time, gen uint64) {
+func (l *lane) slowDown(now time.Time, gen uint64, jitter bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
@@ -187,8 +189,13 @@ func (l *lane) slowDown(now time.Time, gen uint64) {
 	}
 	l.gen++
 	l.delay = min(max(2*l.delay, throttleMinDelay), throttleMaxDelay)
-	// A wait in [delay/2, delay]: full jitter within the upper half.
-	until := now.Add(l.delay/2 + rand.N(l.delay/2+1))
+	// A wait in [delay/2, delay]: full jitter within the upper half (the
+	// whole step without jitter).
+	wait := l.delay
+	if jitter {
+		wait = l.delay/2 + rand.N(l.delay/2+1)
+	}
+	until := now.Add(wait)
 	if until.After(l.until) {
 		l.until = until
 	}
@@ -278,6 +285,15 @@ func isThrottleAnswer(err error) bool {
 	return HTTPStatus(err) == 429
 }
 
+// Apply puts t on a client's options, as NewClient does for every client:
+// its middlewares, and the retryer described at newRetryer, with
+// o.RetryMaxAttempts attempts (the SDK's default when 0). For clients built
+// without NewClient (the in-memory S3's).
+func (t *Throttle) Apply(o *s3.Options) {
+	o.Retryer = newRetryer(o.RetryMaxAttempts)
+	o.APIOptions = append(o.APIOptions, t.install)
+}
+
 // install adds the throttle's middlewares to a client's stack: one that
 // notes each call's target, and one inside the retryer's loop that holds
 // each request back while its lane waits and notes each answer.
@@ -295,10 +311,11 @@ func (t *Throttle) install(stack *middleware.Stack) error {
 func (t *Throttle) handleAttempt(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 	tg, _ := ctx.Value(targetKey{}).(target)
 	l := t.lane(tg.laneKey())
+	jitter := ctx.Value(noJitterKey{}) == nil
 	var gen uint64
 	if !mutNoThrottleBackoff() {
 		var wait time.Duration
-		wait, gen = l.admit(time.Now())
+		wait, gen = l.admit(time.Now(), jitter)
 		if wait > 0 {
 			began := time.Now()
 			err := Sleep(ctx, wait)
@@ -320,7 +337,7 @@ func (t *Throttle) handleAttempt(ctx context.Context, in middleware.FinalizeInpu
 	if mutNoThrottleBackoff() {
 		return out, md, err
 	}
-	l.slowDown(time.Now(), gen)
+	l.slowDown(time.Now(), gen, jitter)
 	if ctx.Value(underPolicyKey{}) == nil {
 		return out, md, err
 	}

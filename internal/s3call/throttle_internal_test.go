@@ -51,25 +51,25 @@ func TestRetryerLeavesPolicyThrottlingToDo(t *testing.T) {
 func TestLaneBackoff(t *testing.T) {
 	var l lane
 	now := time.Now()
-	if d, _ := l.admit(now); d != 0 {
+	if d, _ := l.admit(now, true); d != 0 {
 		t.Fatalf("a fresh lane holds requests for %v", d)
 	}
-	_, gen := l.admit(now)
-	_, stale := l.admit(now)
-	l.slowDown(now, gen)
+	_, gen := l.admit(now, true)
+	_, stale := l.admit(now, true)
+	l.slowDown(now, gen, true)
 	if l.delay != throttleMinDelay {
 		t.Fatalf("first step %v, want %v", l.delay, throttleMinDelay)
 	}
-	if d, _ := l.admit(now); d < throttleMinDelay/2 {
+	if d, _ := l.admit(now, true); d < throttleMinDelay/2 {
 		t.Errorf("after an answer a request waits %v, want at least %v", d, throttleMinDelay/2)
 	}
-	l.slowDown(now, stale)
+	l.slowDown(now, stale, true)
 	if l.delay != throttleMinDelay {
 		t.Errorf("an answer to a request sent before the step changed the wait to %v", l.delay)
 	}
 	for range 10 {
-		_, g := l.admit(now)
-		l.slowDown(now, g)
+		_, g := l.admit(now, true)
+		l.slowDown(now, g, true)
 	}
 	if l.delay != throttleMaxDelay {
 		t.Errorf("after many answers the step is %v, want the cap %v", l.delay, throttleMaxDelay)
