@@ -9,4 +9,6 @@ import "time"
 
 func mutAbortOn409() bool { return false }
 
+func mutNoIfNoneMatch() bool { return false }
+
 func mutSettle(window time.Duration) time.Duration { return window }

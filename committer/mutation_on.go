@@ -15,6 +15,9 @@ import (
 // mutAbortOn409: a 409 ConditionalRequestConflict aborts the token's upload.
 func mutAbortOn409() bool { return mutant.On(mutant.AbortOn409) }
 
+// mutNoIfNoneMatch: completions are sent without If-None-Match.
+func mutNoIfNoneMatch() bool { return mutant.On(mutant.NoIfNoneMatch) }
+
 // mutSettle returns the settle window to use: SettleTimeout, or a few
 // seconds under mutant.ShortSettle.
 func mutSettle(window time.Duration) time.Duration {

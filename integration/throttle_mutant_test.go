@@ -21,7 +21,7 @@ func mutantEnv(env []string, bug mutant.Bug) []string {
 func TestMutantThrottleStorm(t *testing.T) {
 	bin := mutantBinary(t, "pipelines/batch")
 	clean := binary(t, "pipelines/batch")
-	f := newStormFixture(t, clean)
+	f := newBatchFixture(t, clean)
 
 	bucket := f.srv.Bucket(t)
 	o, inj := stormRun(t, bin, mutantEnv(f.env, mutant.NoThrottleBackoff), f.srv, bucket, stormLength)

@@ -64,9 +64,9 @@ func stormRun(t *testing.T, bin string, env []string, srv *s3test.Server, bucket
 	return o, inj
 }
 
-// stormFixture is a server, a tap for the runs without a storm, and the
+// batchFixture is a server, a tap for the runs without a fault, and the
 // reference output of faultConfig.
-type stormFixture struct {
+type batchFixture struct {
 	srv    *s3test.Server
 	client *s3.Client
 	env    []string
@@ -74,11 +74,11 @@ type stormFixture struct {
 	ref    *reference
 }
 
-// newStormFixture starts a server and makes the reference with clean (the
+// newBatchFixture starts a server and makes the reference with clean (the
 // batch example built without the mutant tag).
-func newStormFixture(t *testing.T, clean string) stormFixture {
+func newBatchFixture(t *testing.T, clean string) batchFixture {
 	t.Helper()
-	f := stormFixture{srv: s3test.Start(t, s3test.Options{}), env: childEnv(s3test.AccessKey, s3test.SecretKey)}
+	f := batchFixture{srv: s3test.Start(t, s3test.Options{}), env: childEnv(s3test.AccessKey, s3test.SecretKey)}
 	f.client = f.srv.Client(s3test.ClientOptions{MaxAttempts: 3})
 	f.tp = newTap(t, f.srv.Endpoint())
 	var refs references
@@ -86,14 +86,14 @@ func newStormFixture(t *testing.T, clean string) stormFixture {
 	return f
 }
 
-// rerunExact runs clean again on bucket without a storm: it must complete
+// rerunExact runs clean again on bucket without a fault: it must complete
 // exactly, and a sweep must then leave nothing behind.
-func (f stormFixture) rerunExact(t *testing.T, clean, bucket string) {
+func (f batchFixture) rerunExact(t *testing.T, clean, bucket string) {
 	t.Helper()
 	f.tp.arm(nil)
 	final := runBatch(t, clean, f.env, f.tp.URL(), bucket, faultConfig).wait(4 * time.Minute)
 	if final.Code != 0 {
-		t.Fatalf("rerun after the storm: %v\nstderr:\n%s", final, final.Stderr)
+		t.Fatalf("rerun without the fault: %v\nstderr:\n%s", final, final.Stderr)
 	}
 	sameObjects(t, s3test.Objects(t, f.client, bucket, outPrefix+"/"), f.ref.objects)
 	rep := sweepAndCheckClean(t, f.client, bucket, outPrefix+"/")
@@ -110,7 +110,7 @@ var throttledLine = regexp.MustCompile(`throttled \(SlowDown\) calls (\d+) · an
 // the throttled calls and answers, no more answers than the injector gave.
 func TestThrottleStorm(t *testing.T) {
 	bin := binary(t, "pipelines/batch")
-	f := newStormFixture(t, bin)
+	f := newBatchFixture(t, bin)
 	client, ref := f.client, f.ref
 
 	bucket := f.srv.Bucket(t)
@@ -142,7 +142,7 @@ func TestThrottleStorm(t *testing.T) {
 // exactly, leaving nothing a sweep does not remove.
 func TestThrottleBudgetExhausted(t *testing.T) {
 	bin := binary(t, "pipelines/batch")
-	f := newStormFixture(t, bin)
+	f := newBatchFixture(t, bin)
 
 	const budget = 10 * time.Second
 	bucket := f.srv.Bucket(t)

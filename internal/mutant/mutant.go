@@ -41,10 +41,14 @@ const (
 	// without the shared backoff, and the SDK's retry quota is back, so
 	// that a storm empties it and calls fail before their ThrottleBudget.
 	NoThrottleBackoff
+	// NoIfNoneMatch: the committer completes uploads without
+	// If-None-Match: *, so a zombie's late completion replaces the object
+	// a newer run committed.
+	NoIfNoneMatch
 )
 
 // All lists every bug, in the order of their values.
-var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff}
+var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -65,6 +69,8 @@ func (b Bug) String() string {
 		return "reuse-persist-key"
 	case NoThrottleBackoff:
 		return "no-throttle-backoff"
+	case NoIfNoneMatch:
+		return "no-if-none-match"
 	}
 	return "bugs(mixed)"
 }
