@@ -129,10 +129,14 @@ FORMAT ?= jsonl
 run: $(VERSITYGW)
 	$(GO) run ./cmd/s3once-run -format $(FORMAT)
 
-# The integration crash loops, 100 times over (make test runs 5).
+# The integration crash loops, 100 times over (make test runs 5), and the
+# worker-kill loop on the job server (TestWorkerKillLoop), 20 times over
+# (make test runs 3).
 SOAK_LOOPS ?= 100
+SOAK_WORKER_KILL_LOOPS ?= 20
 soak: tools
-	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) $(GO) test -race -timeout 4h -run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath' -v ./integration/
+	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
+		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 
 # The explorer's wide bounds (internal/explore): two faults per schedule on
 # one file and on the two-file workload, release orders within a preemption
