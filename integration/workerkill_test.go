@@ -46,7 +46,8 @@ func (a killAttempt) String() string {
 // attempt's kill time and outcome (failure, timeout or success) is
 // reported. The files must then be byte-identical to those of an
 // uninterrupted run on the embedded runner, so every record is in them
-// exactly once, and a sweep leaves nothing behind.
+// exactly once; a file an attempt committed before it died is kept, never
+// committed again; and a sweep leaves nothing behind.
 // S3ONCE_WORKER_KILL_LOOPS sets the number of loops (make soak: 20).
 func TestWorkerKillLoop(t *testing.T) {
 	loops := envInt("S3ONCE_WORKER_KILL_LOOPS", 3)
@@ -89,12 +90,26 @@ func TestWorkerKillLoop(t *testing.T) {
 		bucket := srv.Bucket(t)
 		var story []string
 		planned := 1 + rng.IntN(2)
+		// earlier holds the files that attempts which did not succeed
+		// committed, with their modification times: later attempts keep
+		// them, and never commit them again.
+		earlier := map[string]time.Time{}
 		for n := 1; ; n++ {
 			var killAt time.Duration
 			if n <= planned {
 				killAt = time.Duration((0.05 + 0.9*rng.Float64()) * float64(jobLen))
 			}
+			secondAfter(earlier)
 			a := submitAndKill(t, js, batch, boot, env, bucket, args, killAt)
+			if a.outcome != "success" {
+				for k, mt := range modTimes(t, client, bucket) {
+					if _, file := want[k]; file {
+						if _, ok := earlier[k]; !ok {
+							earlier[k] = mt
+						}
+					}
+				}
+			}
 			story = append(story, fmt.Sprintf("attempt %d: %v", n, a))
 			switch {
 			case a.killed:
@@ -116,14 +131,20 @@ func TestWorkerKillLoop(t *testing.T) {
 			}
 		}
 		sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), want)
+		now := modTimes(t, client, bucket)
+		for k, mt := range earlier {
+			if !now[k].Equal(mt) {
+				t.Errorf("loop %d: %s, committed by an attempt that did not succeed, was committed again (modified %v, then %v)", i, k, mt, now[k])
+			}
+		}
 		rep := sweepAndCheckClean(t, client, bucket, outPrefix+"/")
 		sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), want)
 		if t.Failed() {
 			t.Fatalf("loop %d (seed %d) failed: %s; rerun it with S3ONCE_CRASH_SEED=%d S3ONCE_WORKER_KILL_LOOPS=1", i, seed, strings.Join(story, "; "), seed)
 		}
 		exact++
-		t.Logf("loop %d (seed %d): %s; exactly once: %d files byte-identical to the uninterrupted run; sweep removed %d uploads and %d side objects",
-			i, seed, strings.Join(story, "; "), len(want), rep.Uploads.Removed, rep.SideObjects.Removed)
+		t.Logf("loop %d (seed %d): %s; exactly once: %d files byte-identical to the uninterrupted run, %d of them kept from attempts that did not succeed; sweep removed %d uploads and %d side objects",
+			i, seed, strings.Join(story, "; "), len(want), len(earlier), rep.Uploads.Removed, rep.SideObjects.Removed)
 	}
 	t.Logf("%d loops (job %v uninterrupted): %d workers killed (%d kills came after the worker ended), %d attempts failed, %d timed out; %d loops exact",
 		loops, jobLen.Round(time.Millisecond), kills, late, failures, timeouts, exact)
