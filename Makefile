@@ -36,14 +36,25 @@ vet:
 	$(GO) mod download
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags $(MUTANT_TAG) ./...
 
 # The sink's tests of bundle finalization on the embedded runner run a second
 # time without the race detector: race-enabled builds never ask for bundle
 # finalization (Beam Go's FinalizeBundle handler races; see
 # sink/finalize_race.go), so those tests skip themselves under -race.
+#
+# The mutation tests put past bugs back through internal/mutant's switches,
+# which exist only in builds with the s3once_mutant tag (shipped binaries
+# carry none): a second pass builds the packages that hold such tests with
+# the tag and runs only those tests. Integration tests build their child
+# programs with the tag for a mutant run and switch the bug on through
+# S3ONCE_MUTANT.
+MUTANT_TAG := s3once_mutant
 test: tools vet
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun|TestFinalizeMode' ./sink/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/explore/ ./integration/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.
@@ -124,18 +135,23 @@ FORMAT ?= jsonl
 run: $(VERSITYGW)
 	$(GO) run ./cmd/s3once-run -format $(FORMAT)
 
-# The integration crash loops, 100 times over (make test runs 5).
+# The integration crash loops, 100 times over (make test runs 5), and the
+# worker-kill loop on the job server (TestWorkerKillLoop), 20 times over
+# (make test runs 3).
 SOAK_LOOPS ?= 100
+SOAK_WORKER_KILL_LOOPS ?= 20
 soak: tools
-	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) $(GO) test -race -timeout 4h -run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath' -v ./integration/
+	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
+		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 
 # The explorer's wide bounds (internal/explore): two faults per schedule on
 # one file and on the two-file workload, release orders within a preemption
 # bound of 2; each test prints how many schedules it explored within which
 # bounds. In-memory S3 and fake time: no server, no tools. make test runs
-# the quick bounds. About 6 minutes on 2 cores (internal/explore).
+# the quick bounds. About 6 minutes on 2 cores (internal/explore). Built
+# with the mutant tag, so that the mutants' searches run too.
 explore:
-	S3ONCE_EXPLORE=wide $(GO) test -count=1 -timeout 4h -run '^TestExplore' -v ./internal/explore/
+	S3ONCE_EXPLORE=wide $(GO) test -count=1 -tags $(MUTANT_TAG) -timeout 4h -run '^(TestExplore|TestMutant)' -v ./internal/explore/
 
 clean:
 	rm -rf $(BIN) .s3data bench-out

@@ -42,21 +42,49 @@ func TestMain(m *testing.M) {
 // shares the work) the first time one is needed.
 var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter", "cmd/s3once"}
 
+// build is one build of the children, once per test process: plain, or
+// with the mutant build tag.
+type build struct {
+	tags string
+	once sync.Once
+	dir  string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	buildErr  error
+	plainBuild  = &build{}
+	mutantBuild = &build{tags: "s3once_mutant"}
 )
 
 // binary returns the executable of the main package pkg (one of children),
 // built without the race detector.
 func binary(t testing.TB, pkg string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	return plainBuild.binary(t, pkg)
+}
+
+// mutantBinary returns pkg built with the s3once_mutant tag: its mutation
+// points read S3ONCE_MUTANT (see internal/mutant), which mutantEnv sets.
+func mutantBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	return mutantBuild.binary(t, pkg)
+}
+
+func (b *build) binary(t testing.TB, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.dir = binDir
+		if b.tags != "" {
+			b.dir = filepath.Join(binDir, b.tags)
+		}
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
 			goBin = "go"
 		}
-		args := []string{"build", "-o", binDir + string(filepath.Separator)}
+		args := []string{"build", "-o", b.dir + string(filepath.Separator)}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
 		for _, c := range children {
 			args = append(args, "./"+c)
 		}
@@ -66,15 +94,15 @@ func binary(t testing.TB, pkg string) string {
 		cmd.Stdout, cmd.Stderr = &msg, &msg
 		began := time.Now()
 		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, msg.String())
+			b.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, msg.String())
 			return
 		}
-		t.Logf("built %s in %v", strings.Join(children, ", "), time.Since(began).Round(time.Millisecond))
+		t.Logf("built %s in %v", strings.Join(args[3:], " "), time.Since(began).Round(time.Millisecond))
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	out := filepath.Join(binDir, filepath.Base(pkg))
+	out := filepath.Join(b.dir, filepath.Base(pkg))
 	if _, err := os.Stat(out); err != nil {
 		t.Fatalf("%s was not built: %v", pkg, err)
 	}

@@ -155,6 +155,7 @@ func commitAgain(err error) bool {
 }
 
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
+	defer reportThrottling(ctx)
 	cr, err := coder.DecodeCommit(p.Commit)
 	if err != nil {
 		return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)

@@ -116,8 +116,17 @@ type Config struct {
 	SecretAccessKey string
 	SessionToken    string
 	// MaxAttempts is the AWS SDK's retry budget per S3 call. Default: the
-	// SDK's (3).
+	// SDK's (3). Throttling answers (503 SlowDown) are not counted in it:
+	// see ThrottleBudget.
 	MaxAttempts int
+	// ThrottleBudget is how long one S3 call may go on being answered
+	// SlowDown (S3's answer when a prefix takes more requests than it
+	// allows) before it fails with an error carrying [s3once:throttled].
+	// Until then the call waits and is sent again, on a backoff that all
+	// calls of a worker to the same bucket and folder share. A failed run
+	// loses nothing and a rerun resumes it. Runs have no deadline
+	// (streaming), so the budget is per call. Default: 5 minutes.
+	ThrottleBudget time.Duration
 	// DisableChecksums stops sending CRC64NVME checksums to the server, for
 	// servers that reject them. The writer still checks its own.
 	DisableChecksums bool
@@ -310,6 +319,8 @@ type settings struct {
 	MaxAttempts      int    `json:"maxAttempts,omitempty"`
 	DisableChecksums bool   `json:"disableChecksums,omitempty"`
 
+	ThrottleBudget time.Duration `json:"throttleBudget,omitempty"`
+
 	Format      string `json:"format,omitempty"`
 	Compression string `json:"compression,omitempty"`
 
@@ -355,7 +366,7 @@ func (c Config) settings() (settings, error) {
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
 		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
 		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, ThrottleBudget: c.ThrottleBudget,
 		Format: c.Format, Compression: c.Compression,
 		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
@@ -397,6 +408,12 @@ func (c Config) settings() (settings, error) {
 	}
 	if s.MaxAttempts < 0 {
 		bad("MaxAttempts %d must not be negative", s.MaxAttempts)
+	}
+	if s.ThrottleBudget == 0 {
+		s.ThrottleBudget = s3call.DefaultThrottleBudget
+	}
+	if s.ThrottleBudget < time.Second || s.ThrottleBudget > 24*time.Hour {
+		bad("ThrottleBudget %v must be in [1s, 24h] (0 means %v)", s.ThrottleBudget, s3call.DefaultThrottleBudget)
 	}
 
 	if s.Format == "" {
@@ -494,7 +511,7 @@ func (s settings) forCommit() settings {
 		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
+		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums, ThrottleBudget: s.ThrottleBudget,
 		Requests: s.Requests, OutputVersion: s.OutputVersion,
 	}
 }

@@ -144,7 +144,7 @@ func Preflight(ctx context.Context, cfg Config) error {
 			return pe
 		}
 	}
-	client, err := s.newClient(ctx)
+	client, err := s.newClient(ctx, s3call.NewThrottle(s.ThrottleBudget))
 	if err != nil {
 		pe.Problems = append(pe.Problems, PreflightProblem{Check: "load the AWS configuration", Err: err,
 			Hint: "check AWS_REGION, AWS_PROFILE and the shared config files"})

@@ -41,6 +41,7 @@ var sinkFlagTable = []sinkFlag{
 	{"PathStyle", "s3-path-style", "address buckets as <endpoint>/<bucket> (always on when --s3-endpoint is set)"},
 	{"DisableChecksums", "s3-disable-checksums", "send no CRC64NVME checksums, for servers that reject them"},
 	{"MaxAttempts", "s3-max-attempts", "AWS SDK attempts per S3 call (0: the SDK's default, 3)"},
+	{"ThrottleBudget", "s3-throttle-budget", "how long one S3 call may be answered SlowDown before the run fails (0: 5m)"},
 
 	{"Compression", "compression", "file compression: none, gzip or zstd"},
 	{"Shards", "shards", fmt.Sprintf("shards per destination and window (0: %d)", sink.DefaultShards)},

@@ -63,6 +63,10 @@ const (
 	Canceled
 	// InvalidBucketName: the server refuses the bucket's name.
 	InvalidBucketName
+	// Throttled: the server answered SlowDown for longer than the call's
+	// throttle budget (ErrThrottled). Terminal: the call has waited its
+	// budget already.
+	Throttled
 )
 
 var codeNames = [...]string{
@@ -70,7 +74,7 @@ var codeNames = [...]string{
 	NoSuchBucket: "NoSuchBucket", PreconditionFailed: "PreconditionFailed", Conflict: "Conflict",
 	InvalidPart: "InvalidPart", EntityTooSmall: "EntityTooSmall", AccessDenied: "AccessDenied",
 	Unauthenticated: "Unauthenticated", WrongRegion: "WrongRegion", NotImplemented: "NotImplemented",
-	Transient: "Transient", Canceled: "Canceled", InvalidBucketName: "InvalidBucketName",
+	Transient: "Transient", Canceled: "Canceled", InvalidBucketName: "InvalidBucketName", Throttled: "Throttled",
 }
 
 func (c Code) String() string {
@@ -127,6 +131,8 @@ func CodeOf(err error) Code {
 	switch {
 	case err == nil:
 		return OK
+	case errors.Is(err, ErrThrottled):
+		return Throttled
 	case errors.Is(err, context.Canceled):
 		return Canceled
 	case errors.Is(err, context.DeadlineExceeded):
