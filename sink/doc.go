@@ -116,12 +116,11 @@
 //
 // # Metrics
 //
-// Counters in the "s3once" namespace: records_written, bytes_written,
-// parts_uploaded, files_closed, persists, tails_recovered, files_committed,
-// commits_already_done, commit_retries, rewrites_required, files_rewritten,
-// records_rewritten, barrier_files, barrier_kept and manifests_written.
-// Counters of failed bundles are dropped by the runner. docs/operating.md
-// says what each counts.
+// Counters in the "s3once" namespace count records, bytes, parts, files
+// closed and committed, checkpoints and resumes, retries and rewrites, the
+// barrier's files, manifests, and throttled calls; docs/operating.md
+// (Metrics) says what each counts. Counters of failed bundles are dropped
+// by the runner.
 //
 // # Left-overs
 //
