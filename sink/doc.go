@@ -21,7 +21,7 @@
 //
 //  1. Encode formats each element as a record (its bytes, terminator
 //     included; see Format), picks its destination (Config.Destination) and
-//     its shard: a hash (FNV-64a) of the record's bytes modulo Config.Shards.
+//     its shard, a hash of the record's bytes (see "Shards" below).
 //     In the global window with the default trigger, it packs the records
 //     of a bundle per (destination, shard) into packs of up to 1 MiB, so the
 //     runner shuffles a few large elements rather than one per record;
@@ -50,7 +50,8 @@
 // put other bytes under a name (the input or the configuration changed) fails
 // loudly with committer.ErrKeyTaken instead of leaving two versions (see
 // "Reruns" below for when that happens before anything is committed). Bytes
-// depend on Format, Compression, Shards, MaxFileBytes, MaxFileRecords and, for
+// depend on Format, Compression, Shards, MaxFileBytes, MaxFileRecords, the
+// output version (Config.OutputVersion) and, for
 // compressed files below 1 MiB, CheckpointBytes (the spacing of sync points,
 // min(CheckpointBytes, 1 MiB)); not on CheckpointInterval, nor on where
 // checkpoints fall, which only choose among the sync points (the defaults
@@ -144,6 +145,30 @@
 // rerun, or need leases and clean-up of its own. The check is per pipeline:
 // two programs writing one folder at once are refused only file by file, at
 // commit.
+//
+// # Shards
+//
+// A record's shard is a hash of its bytes, so equal records shard equally on
+// every worker and every rerun. The hash is part of the output version:
+//
+//   - Version 2 (the default for a new folder) takes XXH64 of the record
+//     with a fixed seed and maps it to [0, Shards) by multiply-shift (the
+//     high 64 bits of hash times Shards). Every bit of the hash depends on
+//     every byte of the record, so records that repeat a field, fixed-width
+//     records and records that differ in one byte spread as evenly as random
+//     ones: over 40,000 records of each shape the tests try, the largest
+//     shard holds at most 1.05 times its even share at 4 and 16 shards, and
+//     none is empty. XXH64 is specified to the byte, so the shard does not
+//     depend on the process, the build or the machine.
+//   - Version 1 took FNV-64a modulo Shards. Its low bits depend only on the
+//     low bits of each byte, so with a power-of-two Shards, JSON that repeats
+//     an id ({"user":"u1","email":"u1@example.com"}) left half the shards
+//     empty and put 2.5 times its share in one of 4 (4.3 times in one of 16).
+//     It stays, byte for byte, for folders written by version 1
+//     (OutputVersion: 1).
+//
+// The sub-batch hash (see "Sizes and memory") is another function, so a
+// shard's records spread over every sub-batch whatever the version.
 //
 // # The writer and its checkpoints
 //
@@ -398,8 +423,8 @@
 // it as an error, and Config.Validate checks a Config alone. The checked
 // Config, with its defaults filled in, is the one source of every stage's
 // settings, and each stage carries to the workers, inside the pipeline graph
-// as JSON, only the settings it reads: Encode its Format, Shards and
-// MaxFileBytes; Batch its Shards and MaxBatchBytes; the writer and the commit
+// as JSON, only the settings it reads: Encode its Format, Shards, output
+// version and MaxFileBytes; Batch its Shards and MaxBatchBytes; the writer and the commit
 // stage, which build S3 clients, the connection (endpoint, region, static
 // credentials, request settings) and where the files go, and the writer also
 // what decides a file's bytes. Static credentials are therefore visible to
@@ -457,11 +482,12 @@
 //
 //   - The files themselves. For given settings (Format, Compression, Shards,
 //     Destination, MaxBatchBytes, MaxFileBytes, MaxFileRecords, CheckpointBytes
-//     for compressed files) and given records, a file's name and bytes never
-//     change between versions: a rerun after an upgrade must find its keys
-//     holding its own bytes, or it fails with committer.ErrKeyTaken.
-//     TestOutputGolden writes a grid of those settings and compares every key
-//     and byte with testdata/output/.
+//     for compressed files, OutputVersion) and given records, a file's name
+//     and bytes never change between versions: a rerun after an upgrade must
+//     find its keys holding its own bytes, or it fails with
+//     committer.ErrKeyTaken. TestOutputGolden and TestParquetGolden write a
+//     grid of those settings for each output version and compare every key
+//     and byte with testdata/output/ (version 1) and testdata/output-v2/.
 //   - Batches, the writer's elements, which checkpoints carry. Version 3 is
 //     a frame of the coder package (coder.Framing, with a bound of 4 GiB
 //     instead of the 1 MiB of tokens), written in place, whose decoded records
