@@ -73,8 +73,9 @@
 // # Output versions
 //
 // Config.OutputVersion fixes what a run writes for given records and
-// settings: version 2 (the default for a new folder) shards by a
-// well-mixed hash and writes partition manifests; version 1 is the first
+// settings: version 2 (the default for a new folder) shards by XXH64 with a
+// fixed seed (balanced for any record shape) and writes partition
+// manifests; version 1 is the first
 // releases' output. A folder keeps the version it was first written with:
 // a run of another version is refused before any commit with the value to
 // set, and a folder with s3once files but no settings marker is of

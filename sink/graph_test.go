@@ -60,7 +60,7 @@ func TestDoFnPayloads(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"encodeFn": {"destKind", "format", "maxFileBytes", "pack", "shards"},
+		"encodeFn": {"destKind", "format", "maxFileBytes", "outputVersion", "pack", "shards"},
 		"batchFn":  {"maxBatchBytes", "shards"},
 	}
 	for name, keys := range want {
@@ -71,6 +71,11 @@ func TestDoFnPayloads(t *testing.T) {
 		if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, keys) {
 			t.Errorf("%s carries %v, want %v", name, got, keys)
 		}
+	}
+	// Encode picks the shard hash by the output version, resolved to the
+	// latest for a Config that leaves it 0.
+	if v := payloads["encodeFn"]["outputVersion"]; v != float64(LatestOutputVersion) {
+		t.Errorf("encodeFn carries output version %v, want %d", v, LatestOutputVersion)
 	}
 	settingsOf := func(name string) map[string]any {
 		m, ok := payloads[name]
