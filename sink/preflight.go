@@ -291,7 +291,7 @@ func (p *prober) run(ctx context.Context) {
 	})
 
 	// The folder's settings marker: a folder written with other
-	// byte-affecting settings is refused up front (fingerprint.go).
+	// byte-affecting settings is refused up front (settings_marker.go).
 	p.checkSettings(ctx)
 
 	// 2. A file's upload under the output prefix, never completed.

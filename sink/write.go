@@ -108,7 +108,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		return beam.PCollection{}, err
 	}
 	// Each DoFn carries only the settings it reads (see settings). The
-	// folder's settings marker (fingerprint.go) is judged, and written in a
+	// folder's settings marker (settings_marker.go) is judged, and written in a
 	// new folder, before any commit: by the barrier where it applies, by the
 	// commit stage elsewhere, and first by the writer that commits at
 	// bundle finalization.
@@ -143,7 +143,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		lateness := time.Duration(col.WindowingStrategy().AllowedLateness) * time.Millisecond
 		err = withManifests(s, files, st, applies, lateness) // manifests.go
 	} else {
-		err = withMarkers(s, files, st) // marker.go
+		err = withMarkers(s, files, st) // completion_marker.go
 	}
 	if err != nil {
 		return beam.PCollection{}, err

@@ -431,7 +431,7 @@ func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix
 
 // ---- the barrier's and the commit stage's hooks -------------------------------
 
-// decodeSettings reads the marker the DoFn carries (fingerprint.go).
+// decodeSettings reads the marker the DoFn carries (settings_marker.go).
 func (f *barrierFn) decodeSettings() (err error) {
 	if len(f.Settings) > 0 {
 		if f.fp, err = decodeFingerprint(f.Settings); err != nil {
