@@ -15,7 +15,7 @@ TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
-.PHONY: test tools vet run bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
+.PHONY: test tools vet run server bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
 
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
@@ -117,6 +117,12 @@ bench-scale: $(VERSITYGW)
 FORMAT ?= jsonl
 run: $(VERSITYGW)
 	$(GO) run ./cmd/s3once-run -format $(FORMAT)
+
+# Start the local S3 server for a program of your own: on
+# http://127.0.0.1:7070, data in .s3data/, with the bucket demo; it prints the
+# lines to export and the endpoint, and stops on Ctrl-C.
+server: $(VERSITYGW)
+	$(GO) run ./cmd/s3once-run -serve
 
 # The integration crash loops, 100 times over (make test runs 5).
 SOAK_LOOPS ?= 100
