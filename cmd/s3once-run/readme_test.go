@@ -90,7 +90,7 @@ func TestReadmePath(t *testing.T) {
 		t.Errorf("the README's program is not pipelines/minimal/main.go's")
 	}
 	// `make server` is serve, on the port the README names.
-	if server != "make server\n" || !strings.Contains(read("Makefile"), "$(GO) run ./cmd/s3once-run -serve") {
+	if server != "make server\n" || !strings.Contains(read("Makefile"), ".build/s3once-run -serve") {
 		t.Errorf("step 3 is %q, or the Makefile's server target does not run -serve", server)
 	}
 	readmeEndpoint := fmt.Sprintf("http://127.0.0.1:%d", ServePort)
