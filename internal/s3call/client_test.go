@@ -5,11 +5,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/s3test"
 )
 
 // With no credentials anywhere and an instance-metadata service that
@@ -22,16 +22,7 @@ func TestNoIMDSWarningWithoutCredentials(t *testing.T) {
 		http.Error(w, "no", http.StatusForbidden)
 	}))
 	defer imds.Close()
-	none := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "",
-		"AWS_PROFILE": "", "AWS_DEFAULT_PROFILE": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
-		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
-		"AWS_SHARED_CREDENTIALS_FILE": none, "AWS_CONFIG_FILE": none,
-		"AWS_EC2_METADATA_DISABLED": "", "AWS_EC2_METADATA_SERVICE_ENDPOINT": imds.URL,
-	} {
-		t.Setenv(k, v)
-	}
+	s3test.NoCredentials(t, imds.URL)
 	var logged bytes.Buffer
 	c, err := s3call.NewClient(context.Background(), s3call.ClientOptions{Endpoint: "http://127.0.0.1:1", LogTo: &logged})
 	if err != nil {
