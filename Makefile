@@ -15,7 +15,7 @@ TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
-.PHONY: test tools vet run bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
+.PHONY: test tools vet run server bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
 
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
@@ -127,13 +127,42 @@ bench-scale: $(VERSITYGW)
 	$(GO) run ./bench/cmd/benchrounds -plan scale -grid $(SCALE_GRID) -bin $(BENCH_OUT)/bench.test \
 		-dir bench -out $(BENCH_OUT)
 
+# build PKG,OUT builds the main package PKG into OUT. When many packages
+# need compiling (the first build compiles Apache Beam's Go SDK), it says so
+# first, with how long that takes, and shows a progress line: a count on a
+# terminal, a line every 100 packages elsewhere. Compiler errors pass as
+# they are.
+define build
+	@set -o pipefail; mkdir -p $(dir $(2)); \
+	n=$$($(GO) list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' $(1) | grep -c . || true); \
+	if [ "$$n" -gt 50 ]; then \
+		echo "building $(1): $$n packages to compile, Apache Beam's Go SDK among them; the first build takes about 5 minutes on 2 free cores, later ones seconds"; \
+	fi; \
+	$(GO) build -v -o $(2) $(1) 2>&1 | awk -v n="$$n" -v tty="$$([ -t 1 ] && echo 1)" ' \
+		/^[A-Za-z0-9_.~\/-]+$$/ { i++; \
+			if (n <= 50) next; \
+			if (tty) printf "\r\033[K  compiled %d of %d packages", i, n; \
+			else if (i % 100 == 0) printf "  compiled %d of %d packages\n", i, n; \
+			fflush(); next } \
+		{ print } \
+		END { if (tty && n > 50) printf "\r\033[K" }'
+endef
+
 # Start a local S3 server (data in .s3data/), run the batch example through
 # sink.Write on the embedded runner, print the summary, stop the server.
 # FORMAT=parquet writes Parquet files instead of gzip JSON Lines (under
 # corpus-parquet/) and reads them back.
 FORMAT ?= jsonl
 run: $(VERSITYGW)
-	$(GO) run ./cmd/s3once-run -format $(FORMAT)
+	$(call build,./cmd/s3once-run,.build/s3once-run)
+	.build/s3once-run -format $(FORMAT)
+
+# Start the local S3 server for a program of your own: on
+# http://127.0.0.1:7070, data in .s3data/, with the bucket demo; it prints the
+# lines to export and the endpoint, and stops on Ctrl-C.
+server: $(VERSITYGW)
+	$(call build,./cmd/s3once-run,.build/s3once-run)
+	.build/s3once-run -serve
 
 # The integration crash loops, 100 times over (make test runs 5), and the
 # worker-kill loop on the job server (TestWorkerKillLoop), 20 times over
@@ -154,7 +183,7 @@ explore:
 	S3ONCE_EXPLORE=wide $(GO) test -count=1 -tags $(MUTANT_TAG) -timeout 4h -run '^(TestExplore|TestMutant)' -v ./internal/explore/
 
 clean:
-	rm -rf $(BIN) .s3data bench-out
+	rm -rf $(BIN) .s3data .build bench-out
 
 # The opt-in smoke test against real AWS (it reaches the internet). It runs
 # only when the environment names the buckets and the region; otherwise it

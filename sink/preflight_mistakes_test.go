@@ -2,33 +2,11 @@ package sink
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/s3once/s3once/internal/s3test"
 )
-
-// noCredentials empties the standard credential chain for the test: no
-// environment keys, no shared files, and an instance-metadata endpoint that
-// refuses at once.
-func noCredentials(t *testing.T) {
-	t.Helper()
-	port, err := s3test.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	none := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "",
-		"AWS_PROFILE": "", "AWS_DEFAULT_PROFILE": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
-		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
-		"AWS_SHARED_CREDENTIALS_FILE": none, "AWS_CONFIG_FILE": none,
-		"AWS_EC2_METADATA_SERVICE_ENDPOINT": fmt.Sprintf("http://127.0.0.1:%d", port),
-	} {
-		t.Setenv(k, v)
-	}
-}
 
 // onlyProblem checks that err reports exactly one problem, with no
 // permission hint and no probes left behind, whose text says each of want.
@@ -57,11 +35,15 @@ func onlyProblem(t *testing.T, err error, want ...string) {
 
 // No credentials anywhere: one problem that says so and how to give them.
 func TestPreflightNoCredentials(t *testing.T) {
-	noCredentials(t)
+	port, err := s3test.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3test.NoCredentials(t, fmt.Sprintf("http://127.0.0.1:%d", port))
 	bucket := srv.Bucket(t)
 	cfg := testConfig(bucket, "out")
 	cfg.AccessKeyID, cfg.SecretAccessKey = "", ""
-	err := Preflight(preflightContext(t), cfg)
+	err = Preflight(preflightContext(t), cfg)
 	onlyProblem(t, err, "no AWS credentials", "AWS_ACCESS_KEY_ID")
 	checkEmpty(t, bucket)
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -12,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // ClientOptions select an S3 endpoint and how to reach it. The zero value is
@@ -43,6 +47,22 @@ type ClientOptions struct {
 	// Options are applied to the client's options after these settings
 	// (request settings every call carries, say).
 	Options []func(*s3.Options)
+	// LogTo is where the SDK's own log lines go; nil means standard error.
+	LogTo io.Writer
+}
+
+// quietIMDS is the SDK's standard logger without its warning that the
+// instance-metadata service refused a token ("falling back to IMDSv1"),
+// which any machine off EC2 whose address 169.254.169.254 answers prints
+// when it has no credentials: the missing credentials are reported as
+// such, by the call that needed them.
+type quietIMDS struct{ logging.Logger }
+
+func (q quietIMDS) Logf(c logging.Classification, format string, v ...any) {
+	if c == logging.Warn && strings.HasPrefix(format, "falling back to IMDSv1") {
+		return
+	}
+	q.Logger.Logf(c, format, v...)
 }
 
 // ErrNoRegion: ClientOptions.RequireRegion is set, no Endpoint is given, and
@@ -63,6 +83,11 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, o.SessionToken)))
 	}
+	logTo := o.LogTo
+	if logTo == nil {
+		logTo = os.Stderr
+	}
+	opts = append(opts, config.WithLogger(quietIMDS{logging.NewStandardLogger(logTo)}))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
