@@ -81,8 +81,9 @@ BENCH_OUT := bench-out
 bench: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
 	$(GO) run ./bench/cmd/benchrounds -plan full -bin $(BENCH_OUT)/bench.test -dir bench \
-		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and both ceilings, in separate processes
 # and in turns within one, and its memory, in 12 rounds: about 33 minutes on 2
@@ -97,8 +98,9 @@ bench-stream: $(VERSITYGW) $(BENCHSTAT)
 bench-quick: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/quick
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
 	$(GO) run ./bench/cmd/benchrounds -plan quick -bin $(BENCH_OUT)/bench.test -dir bench \
-		-out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
 
 # The scale curve: pipeline time and the sink's own live heap at 1e5, 1e6
 # and 1e7 records and 1, 4 and 16 shards, and the stream's time per GiB and
