@@ -121,10 +121,13 @@ bench-scale: $(VERSITYGW)
 # Start a local S3 server (data in .s3data/), run the batch example through
 # sink.Write on the embedded runner, print the summary, stop the server.
 # FORMAT=parquet writes Parquet files instead of gzip JSON Lines (under
-# corpus-parquet/) and reads them back.
+# corpus-parquet/) and reads them back. FORMAT=iceberg builds the runner with
+# -tags iceberg (the default build links no Iceberg) and appends the Parquet
+# files to the table lake.corpus (a SQLite catalog in .s3data/), printing
+# the snapshot and row counts.
 FORMAT ?= jsonl
 run: $(VERSITYGW)
-	$(GO) run ./cmd/s3once-run -format $(FORMAT)
+	$(GO) run $(if $(filter iceberg,$(FORMAT)),-tags iceberg) ./cmd/s3once-run -format $(FORMAT)
 
 # The integration crash loops, 100 times over (make test runs 5).
 SOAK_LOOPS ?= 100
