@@ -112,11 +112,10 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event) []sink.FileR
 	return rs
 }
 
-// newCatalog is a SQL catalog over a SQLite file, its warehouse in the
-// test's bucket on the test server.
-func newCatalog(t *testing.T, bucket string) catalog.Catalog {
-	t.Helper()
-	cat, err := catalog.Load(context.Background(), "s3once-test", iceberg.Properties{
+// catalogProps are the properties of a SQL catalog over a SQLite file,
+// its warehouse in the test's bucket on the test server.
+func catalogProps(t *testing.T, bucket string) iceberg.Properties {
+	return iceberg.Properties{
 		"type": "sql", "uri": "file:" + filepath.Join(t.TempDir(), "catalog.db"),
 		"sql.driver": "sqlite", "sql.dialect": "sqlite",
 		"warehouse":                 "s3://" + bucket + "/lake",
@@ -124,7 +123,12 @@ func newCatalog(t *testing.T, bucket string) catalog.Catalog {
 		icebergio.S3Region:          s3test.Region,
 		icebergio.S3AccessKeyID:     s3test.AccessKey,
 		icebergio.S3SecretAccessKey: s3test.SecretKey,
-	})
+	}
+}
+
+func newCatalog(t *testing.T, bucket string) catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Load(context.Background(), "s3once-test", catalogProps(t, bucket))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,4 +370,67 @@ func TestSchemaChecks(t *testing.T) {
 	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "unsigned.Count") {
 		t.Errorf("a uint64 field: %v, want ErrSchema naming the field", err)
 	}
+}
+
+// resultsFn collects Append's results by a token of the run.
+type resultsFn struct{ Token string }
+
+var appended = map[string][]Result{}
+
+func (f *resultsFn) ProcessElement(r Result) {
+	resultsMu.Lock()
+	appended[f.Token] = append(appended[f.Token], r)
+	resultsMu.Unlock()
+}
+
+func init() { register.DoFn1x0[Result](&resultsFn{}) }
+
+// The pipeline-level stage: sink.Write then Append, run twice with the same
+// run id and input. The first run appends one snapshot; the rerun adds
+// none; the table holds every record once.
+func TestAppendRerun(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	// The driver and the stage on the worker load the same catalog (one
+	// SQLite file).
+	cfg := Config{CatalogName: "s3once-test", CatalogProperties: catalogProps(t, bucket), Table: "lake.events", RunID: "day=2024-06-02", Record: reflect.TypeFor[event]()}
+	cat, err := cfg.LoadCatalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Open(ctx, cat, cfg.Identifier(), cfg.Record, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucketName, prefix, err := tbl.RunFolder(cfg.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() Result {
+		t.Helper()
+		token := fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano())
+		p, s := beam.NewPipelineWithRoot()
+		files := sink.Write(s, beam.CreateList(s, events(0, 1200)), sink.Config{
+			Bucket: bucketName, Prefix: prefix, Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 2,
+		})
+		beam.ParDo0(s, &resultsFn{Token: token}, Append(s, files, cfg))
+		if err := ptest.Run(p); err != nil {
+			t.Fatal(err)
+		}
+		resultsMu.Lock()
+		defer resultsMu.Unlock()
+		if len(appended[token]) != 1 {
+			t.Fatalf("%d results, want one (one window)", len(appended[token]))
+		}
+		return appended[token][0]
+	}
+	first, second := run(), run()
+	if !first.Added || second.Added || second.SnapshotID != first.SnapshotID {
+		t.Errorf("first run %+v, rerun %+v: want one snapshot added, then found", first, second)
+	}
+	if n := len(snapshots(t, cat)); n != 1 {
+		t.Errorf("%d snapshots, want 1", n)
+	}
+	wantIDs(t, cat, [2]int{0, 1200})
 }
