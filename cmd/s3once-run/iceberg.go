@@ -81,7 +81,11 @@ func (st *icebergStage) commit(ctx context.Context, w io.Writer, rs []sink.FileR
 }
 
 func countRows(ctx context.Context, t *table.Table) (int64, error) {
-	at, err := t.Scan(table.WithSelectedFields("id")).ToArrowTable(ctx)
+	fields := t.Schema().Fields()
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("scan the table: it has no columns")
+	}
+	at, err := t.Scan(table.WithSelectedFields(fields[0].Name)).ToArrowTable(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("scan the table: %w", err)
 	}
