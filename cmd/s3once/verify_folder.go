@@ -60,6 +60,8 @@ type verifyOptions struct {
 	// concurrency bounds the look-ups and reads in flight.
 	concurrency int
 	now         time.Time
+	// tableRun: the folder is a table run's (checkTableRun).
+	tableRun bool
 }
 
 // verifier checks one output folder.
@@ -131,6 +133,9 @@ func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) 
 	v.checkPartitions(ctx)
 	v.checkMarkers(ctx)
 	v.checkUploads(ctx)
+	if o.tableRun {
+		v.checkTableRun(ctx)
+	}
 	return v.finish()
 }
 
