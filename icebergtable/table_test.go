@@ -434,3 +434,34 @@ func TestAppendRerun(t *testing.T) {
 	}
 	wantIDs(t, cat, [2]int{0, 1200})
 }
+
+// A crash between the S3 commit and the table commit leaves committed files
+// that no snapshot names and no commit marker records; the rerun with the
+// same run id finds its files committed and appends them, once.
+func TestCrashBeforeTableCommit(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	cat := newCatalog(t, bucket)
+	tbl := openTable(t, cat)
+	recs := events(0, 700)
+	writeRun(t, tbl, "crashed", recs) // the table stage never ran
+	if n := len(snapshots(t, cat)); n != 0 {
+		t.Fatalf("%d snapshots before the table commit, want 0", n)
+	}
+	_, prefix, _ := tbl.RunFolder("crashed")
+	_, err := srv.Client(s3test.ClientOptions{}).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(tablemarker.Key(prefix, "global"))})
+	if err == nil {
+		t.Fatal("a commit marker exists for a run that never reached the table")
+	}
+	res, err := tbl.Commit(ctx, "crashed", "global", writeRun(t, tbl, "crashed", recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Added {
+		t.Errorf("the rerun: %+v, want its files appended", res)
+	}
+	if n := len(snapshots(t, cat)); n != 1 {
+		t.Errorf("%d snapshots, want 1", n)
+	}
+	wantIDs(t, cat, [2]int{0, 700})
+}
