@@ -20,9 +20,11 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/tablemarker"
 	"github.com/s3once/s3once/sink"
@@ -464,4 +466,61 @@ func TestCrashBeforeTableCommit(t *testing.T) {
 		t.Errorf("%d snapshots, want 1", n)
 	}
 	wantIDs(t, cat, [2]int{0, 700})
+}
+
+// The table's metadata writes go through the sink's S3 settings (WithS3):
+// under a bucket policy that refuses object writes without SSE-KMS and
+// checks the expected bucket owner, a table made and appended to with the
+// sink's settings is refused nothing; without them, making the table is
+// refused.
+func TestMetadataWritesCarrySinkHeaders(t *testing.T) {
+	bucket := srv.Bucket(t)
+	base := sink.Config{Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
+	withPolicy := func(t *testing.T, cfg sink.Config) (context.Context, *s3fault.Policy) {
+		t.Helper()
+		ctx, err := WithS3(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := &s3fault.Policy{Owner: s3test.AccessKey, RequireEncryption: sink.EncryptionSSEKMS}
+		utils.GetAwsConfig(ctx).HTTPClient = pol
+		return ctx, pol
+	}
+
+	ctx, pol := withPolicy(t, base)
+	if _, err := Open(ctx, newCatalog(t, bucket), table.Identifier{"lake", "plain"}, reflect.TypeFor[event](), ""); err == nil {
+		t.Fatal("a table made without the sink's encryption settings was not refused by the bucket policy")
+	}
+	if len(pol.Refused()) == 0 {
+		t.Fatal("the policy refused nothing")
+	}
+
+	withSettings := base
+	withSettings.ExpectedBucketOwner, withSettings.Encryption = s3test.AccessKey, sink.EncryptionSSEKMS
+	ctx, pol = withPolicy(t, withSettings)
+	cat := newCatalog(t, bucket)
+	tbl, err := Open(ctx, cat, table.Identifier{"lake", "events"}, reflect.TypeFor[event](), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tbl.Commit(context.Background(), "owned", "global", writeRun(t, tbl, "owned", events(0, 300)))
+	if err != nil || !res.Added {
+		t.Fatalf("commit: %+v, %v", res, err)
+	}
+	if r := pol.Refused(); len(r) > 0 {
+		t.Errorf("the policy refused %v", r)
+	}
+	puts, owned := 0, 0
+	for _, h := range pol.Seen() {
+		if h.Get("x-amz-server-side-encryption") == sink.EncryptionSSEKMS {
+			puts++
+		}
+		if h.Get("x-amz-expected-bucket-owner") == s3test.AccessKey {
+			owned++
+		}
+	}
+	if puts < 3 || owned != len(pol.Seen()) {
+		t.Errorf("%d requests, %d with SSE-KMS, %d naming the owner: want the metadata, the manifests and the marker encrypted, every request naming the owner", len(pol.Seen()), puts, owned)
+	}
+	wantIDs(t, cat, [2]int{0, 300})
 }

@@ -42,9 +42,11 @@ type ClientOptions struct {
 // the configuration chain names no region.
 var ErrNoRegion = errors.New("no region: set AWS_REGION, a profile's region, or the region option")
 
-// NewClient builds an S3 client from the standard AWS configuration chain
-// and o. It is the one place s3once's programs build clients.
-func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
+// LoadConfig is the AWS configuration NewClient builds its client from:
+// the standard chain, with o's region, profile, static credentials and
+// retry attempts on top (o's endpoint, addressing, checksum and client
+// options are the client's, not the configuration's).
+func LoadConfig(ctx context.Context, o ClientOptions) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if o.Region != "" {
 		opts = append(opts, config.WithRegion(o.Region))
@@ -61,13 +63,23 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
 		if o.RequireRegion && o.Endpoint == "" {
-			return nil, ErrNoRegion
+			return aws.Config{}, ErrNoRegion
 		}
 		cfg.Region = "us-east-1"
+	}
+	return cfg, nil
+}
+
+// NewClient builds an S3 client from the standard AWS configuration chain
+// and o. It is the one place s3once's programs build clients.
+func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
+	cfg, err := LoadConfig(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	return s3.NewFromConfig(cfg, append([]func(*s3.Options){func(so *s3.Options) {
 		if o.Endpoint != "" {
