@@ -524,3 +524,68 @@ func TestMetadataWritesCarrySinkHeaders(t *testing.T) {
 	}
 	wantIDs(t, cat, [2]int{0, 300})
 }
+
+// Writers in parallel, each with its own catalog handle on one catalog
+// (as two processes would have): two attempts of the same run and two
+// other runs commit at once, several times over. Each run lands in exactly
+// one snapshot, the two attempts of a run agree on it, and the table holds
+// every record once.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	props := catalogProps(t, bucket)
+	props["uri"] += "?_pragma=busy_timeout(20000)"
+	handle := func() *Table {
+		cat, err := catalog.Load(ctx, "s3once-test", props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openTable(t, cat)
+	}
+	a, b := handle(), handle()
+	type job struct {
+		tbl   *Table
+		run   string
+		files []sink.FileResult
+	}
+	var jobs []job
+	var ranges [][2]int
+	for i := range 3 {
+		shared := fmt.Sprintf("shared-%d", i)
+		sf := writeRun(t, a, shared, events(i*10_000, 200))
+		of := writeRun(t, b, fmt.Sprintf("other-%d", i), events(i*10_000+5_000, 100))
+		jobs = append(jobs, job{a, shared, sf}, job{b, shared, sf}, job{b, fmt.Sprintf("other-%d", i), of})
+		ranges = append(ranges, [2]int{i * 10_000, 200}, [2]int{i*10_000 + 5_000, 100})
+	}
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { results[i], errs[i] = j.tbl.Commit(ctx, j.run, "global", j.files) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d (run %s): %v", i, jobs[i].run, err)
+		}
+	}
+	for i := 0; i < len(jobs); i += 3 {
+		x, y := results[i], results[i+1]
+		if x.SnapshotID != y.SnapshotID || x.Added == y.Added {
+			t.Errorf("run %s: the attempts %+v and %+v, want one added and both naming its snapshot", jobs[i].run, x, y)
+		}
+	}
+	cat, err := catalog.Load(ctx, "s3once-test", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := snapshots(t, cat)
+	seen := map[string]int{}
+	for _, s := range snaps {
+		seen[s.Summary.Properties[PropRunID]]++
+	}
+	if len(snaps) != 6 || len(seen) != 6 {
+		t.Errorf("%d snapshots of runs %v, want one for each of the 6 runs", len(snaps), seen)
+	}
+	wantIDs(t, cat, ranges...)
+}
