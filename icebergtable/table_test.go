@@ -30,15 +30,25 @@ import (
 	"github.com/s3once/s3once/sink"
 )
 
-var srv *s3test.Server
+// The test server, and its endpoint (a crash loop's child is given the
+// parent's endpoint and starts no server).
+var (
+	srv      *s3test.Server
+	endpoint string
+)
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		endpoint = os.Getenv(childEndpoint)
+		os.Exit(ptest.MainRet(m))
+	}
 	var err error
 	srv, err = s3test.Launch(s3test.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	endpoint = srv.Endpoint()
 	code := ptest.MainRet(m)
 	srv.Stop()
 	os.Exit(code)
@@ -97,7 +107,7 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event) []sink.FileR
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, recs)
 	out := sink.Write(s, col, sink.Config{
-		Bucket: bucket, Prefix: prefix, Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
 		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
 		Format: "parquet", Shards: 3,
 	})
@@ -121,7 +131,7 @@ func catalogProps(t *testing.T, bucket string) iceberg.Properties {
 		"type": "sql", "uri": "file:" + filepath.Join(t.TempDir(), "catalog.db"),
 		"sql.driver": "sqlite", "sql.dialect": "sqlite",
 		"warehouse":                 "s3://" + bucket + "/lake",
-		icebergio.S3EndpointURL:     srv.Endpoint(),
+		icebergio.S3EndpointURL:     endpoint,
 		icebergio.S3Region:          s3test.Region,
 		icebergio.S3AccessKeyID:     s3test.AccessKey,
 		icebergio.S3SecretAccessKey: s3test.SecretKey,
@@ -413,7 +423,7 @@ func TestAppendRerun(t *testing.T) {
 		token := fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano())
 		p, s := beam.NewPipelineWithRoot()
 		files := sink.Write(s, beam.CreateList(s, events(0, 1200)), sink.Config{
-			Bucket: bucketName, Prefix: prefix, Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+			Bucket: bucketName, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
 			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 2,
 		})
 		beam.ParDo0(s, &resultsFn{Token: token}, Append(s, files, cfg))
