@@ -79,6 +79,32 @@ type SweepOptions struct {
 	// Progress, if set, is called with the report so far after each page of
 	// listings; it runs on the sweeping goroutine and must return quickly.
 	Progress func(SweepReport)
+	// Stale, if set, is called once for each stale item, in a dry run as in
+	// a real sweep, whether or not its removal then succeeds. Calls never
+	// overlap; each must return quickly.
+	Stale func(SweepItem)
+}
+
+// SweepItem is one stale thing a sweep found: an upload, a side object or
+// probe, or an old version of one.
+type SweepItem struct {
+	// Kind is "upload", "side object" or "old version".
+	Kind string
+	Key  string
+	// UploadID names an upload; VersionID an old version ("" for others).
+	UploadID, VersionID string
+	// Bytes: an upload's parts, an object's size (0 for a delete marker).
+	Bytes int64
+	// Time: when an upload was initiated or an object last modified (zero
+	// for an old version).
+	Time time.Time
+}
+
+// stale reports item to so.Stale, if set.
+func (so SweepOptions) stale(item SweepItem) {
+	if so.Stale != nil {
+		so.Stale(item)
+	}
 }
 
 // SweepCounts count one kind of thing a sweep looked at.
@@ -308,6 +334,7 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 				mu.Lock()
 				defer mu.Unlock()
 				rep.Uploads.Bytes += bytes
+				so.stale(SweepItem{Kind: "upload", Key: aws.ToString(u.Key), UploadID: aws.ToString(u.UploadId), Bytes: bytes, Time: aws.ToTime(u.Initiated)})
 				if removed {
 					rep.Uploads.Removed++
 				}
@@ -383,6 +410,7 @@ func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *
 			rep.SideObjects.Stale++
 			rep.SideObjects.Bytes += o.size
 			stale = append(stale, o.key)
+			so.stale(SweepItem{Kind: "side object", Key: o.key, Bytes: o.size, Time: o.modified})
 		}
 		if !so.DryRun && len(stale) > 0 {
 			n, err := c.deleteKeys(ctx, so.Bucket, stale)

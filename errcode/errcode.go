@@ -48,6 +48,7 @@ const (
 	Closed            Code = "closed"              // recoverable.ErrClosed
 	InvalidToken      Code = "invalid-token"       // recoverable.ErrInvalidToken
 	InvalidOptions    Code = "invalid-options"     // recoverable.ErrInvalidOptions
+	Throttled         Code = "throttled"           // recoverable.ErrThrottled
 
 	// sink
 	InvalidConfig    Code = "invalid-config"    // sink.ErrInvalidConfig

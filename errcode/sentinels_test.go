@@ -33,6 +33,7 @@ func TestSentinelsCarryTheirCode(t *testing.T) {
 		{recoverable.ErrClosed, errcode.Closed},
 		{recoverable.ErrInvalidToken, errcode.InvalidToken},
 		{recoverable.ErrInvalidOptions, errcode.InvalidOptions},
+		{recoverable.ErrThrottled, errcode.Throttled},
 		{sink.ErrInvalidConfig, errcode.InvalidConfig},
 		{sink.ErrFoldersOverlap, errcode.FoldersOverlap},
 		{sink.ErrSettingsChanged, errcode.SettingsChanged},

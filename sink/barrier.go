@@ -41,6 +41,10 @@ const hintChangedRerun = "nothing of this run was committed and its uploads were
 	"Shards, MaxBatchBytes, MaxFileBytes, MaxFileRecords, CheckpointBytes): when the input or the settings change, write to a fresh Prefix; " +
 	"to replace the folder's files instead, delete them first"
 
+// inputBoundedness tells whether an input is bounded, and whether Beam
+// lets the sink know (isBounded); tests stand in for a Beam that hides it.
+var inputBoundedness = isBounded
+
 // barrierApplies tells whether Write puts the run-wide barrier before its
 // commit stage: the input is bounded, in any window, and no file is
 // committed at bundle finalization (which would commit before the barrier).
@@ -49,7 +53,7 @@ func barrierApplies(st settings, col beam.PCollection) (applies bool, why string
 	if st.FinalizeCommit == FinalizeAlways {
 		return false, "files are committed at bundle finalization (FinalizeCommit resolved to \"always\"), before any run-wide barrier could run"
 	}
-	bounded, known := isBounded(col)
+	bounded, known := inputBoundedness(col)
 	switch {
 	case !known:
 		return false, "this Beam release hides whether the input is bounded"
@@ -120,7 +124,7 @@ func addBarrierKey(p pendingFile) (int, pendingFile) { return 0, p }
 // bundle finds the same and fails the same way.
 type barrierFn struct {
 	S settings `json:"s"`
-	// Settings is the folder's settings marker for this run (fingerprint.go).
+	// Settings is the folder's settings marker for this run (settings_marker.go).
 	Settings []byte `json:"settings,omitempty"`
 	// Ext is the extension of this run's files (".jsonl.gz"): the files of
 	// a partition are those of its names that end with it.
@@ -136,7 +140,7 @@ func (f *barrierFn) Setup(ctx context.Context) error {
 		return err
 	}
 	f.c = w.committer
-	return f.decodeSettings() // fingerprint.go
+	return f.decodeSettings() // settings_marker.go
 }
 
 // barrierFile is one file at the barrier: its token and what its key holds.
@@ -164,7 +168,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	slices.SortFunc(all, func(a, b *barrierFile) int { return strings.Compare(a.cr.Key, b.cr.Key) })
 	metricBarrierFiles.Inc(ctx, int64(len(all)))
 
-	// The settings marker (fingerprint.go): other settings recorded in the
+	// The settings marker (settings_marker.go): other settings recorded in the
 	// folder, or a folder of another output version, refuse the run before
 	// its partitions and keys are looked at.
 	state := folderMarked

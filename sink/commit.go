@@ -73,7 +73,7 @@ type commitFn struct {
 	S settings `json:"s"`
 	// Settings is the folder's settings marker for this run, judged, and
 	// written in a new folder, before the instance's first commit
-	// (fingerprint.go); empty where the run-wide barrier does that.
+	// (settings_marker.go); empty where the run-wide barrier does that.
 	Settings []byte `json:"settings,omitempty"`
 	// Manifests, where there is no barrier (output version 2), refuses a
 	// file whose partition's manifest exists and does not list it
@@ -155,6 +155,7 @@ func commitAgain(err error) bool {
 }
 
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
+	defer reportThrottling(ctx)
 	cr, err := coder.DecodeCommit(p.Commit)
 	if err != nil {
 		return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)

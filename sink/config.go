@@ -99,8 +99,8 @@ type Config struct {
 	// Spark, Hive, Trino and Athena skip.
 	StagingPrefix string
 
-	// Endpoint is the S3 endpoint URL (http or https), for S3-compatible
-	// servers; empty means AWS.
+	// Endpoint is the S3 endpoint URL (http or https, the server's address
+	// with no path), for S3-compatible servers; empty means AWS.
 	Endpoint string
 	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
 	// the shared config), else us-east-1.
@@ -116,8 +116,17 @@ type Config struct {
 	SecretAccessKey string
 	SessionToken    string
 	// MaxAttempts is the AWS SDK's retry budget per S3 call. Default: the
-	// SDK's (3).
+	// SDK's (3). Throttling answers (503 SlowDown) are not counted in it:
+	// see ThrottleBudget.
 	MaxAttempts int
+	// ThrottleBudget is how long one S3 call may go on being answered
+	// SlowDown (S3's answer when a prefix takes more requests than it
+	// allows) before it fails with an error carrying [s3once:throttled].
+	// Until then the call waits and is sent again, on a backoff that all
+	// calls of a worker to the same bucket and folder share. A failed run
+	// loses nothing and a rerun resumes it. Runs have no deadline
+	// (streaming), so the budget is per call. Default: 5 minutes.
+	ThrottleBudget time.Duration
 	// DisableChecksums stops sending CRC64NVME checksums to the server, for
 	// servers that reject them. The writer still checks its own.
 	DisableChecksums bool
@@ -310,6 +319,8 @@ type settings struct {
 	MaxAttempts      int    `json:"maxAttempts,omitempty"`
 	DisableChecksums bool   `json:"disableChecksums,omitempty"`
 
+	ThrottleBudget time.Duration `json:"throttleBudget,omitempty"`
+
 	Format      string `json:"format,omitempty"`
 	Compression string `json:"compression,omitempty"`
 
@@ -355,7 +366,7 @@ func (c Config) settings() (settings, error) {
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
 		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
 		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, ThrottleBudget: c.ThrottleBudget,
 		Format: c.Format, Compression: c.Compression,
 		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
@@ -383,6 +394,10 @@ func (c Config) settings() (settings, error) {
 		u, err := url.Parse(s.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("Endpoint %q must be an http:// or https:// URL", s.Endpoint)
+		} else if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			// The SDK would put the path before every bucket and key, and
+			// the server answer with errors that never name it.
+			bad("Endpoint %q has a path: give the server's address alone, %s://%s; the bucket goes in Bucket and the folder in Prefix", s.Endpoint, u.Scheme, u.Host)
 		}
 	}
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
@@ -393,6 +408,12 @@ func (c Config) settings() (settings, error) {
 	}
 	if s.MaxAttempts < 0 {
 		bad("MaxAttempts %d must not be negative", s.MaxAttempts)
+	}
+	if s.ThrottleBudget == 0 {
+		s.ThrottleBudget = s3call.DefaultThrottleBudget
+	}
+	if s.ThrottleBudget < time.Second || s.ThrottleBudget > 24*time.Hour {
+		bad("ThrottleBudget %v must be in [1s, 24h] (0 means %v)", s.ThrottleBudget, s3call.DefaultThrottleBudget)
 	}
 
 	if s.Format == "" {
@@ -471,7 +492,9 @@ func (c Config) settings() (settings, error) {
 	// The recoverable package owns the bounds of its options. A typed nil
 	// client passes its nil check; the writer is never used.
 	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
-		bad("%v", err)
+		// Its problems, without its own code: this error carries the
+		// configuration's.
+		bad("%s", strings.TrimPrefix(err.Error(), recoverable.ErrInvalidOptions.Error()+": "))
 	}
 
 	if len(problems) > 0 {
@@ -488,7 +511,7 @@ func (s settings) forCommit() settings {
 		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
+		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums, ThrottleBudget: s.ThrottleBudget,
 		Requests: s.Requests, OutputVersion: s.OutputVersion,
 	}
 }

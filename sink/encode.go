@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -91,8 +90,9 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // do not depend on packing.
 //
 // It carries only what it reads: the format's name, the shard count, the
-// record size bound, the Destination function and whether to pack; no
-// bucket, endpoint or credentials.
+// output version (which picks the shard hash, see sharder), the record size
+// bound, the Destination function and whether to pack; no bucket, endpoint
+// or credentials.
 type encodeFn struct {
 	Format       string            `json:"format"`
 	Shards       int               `json:"shards"`
@@ -100,8 +100,11 @@ type encodeFn struct {
 	Dest         *beam.EncodedFunc `json:"dest,omitempty"`
 	DestKind     int               `json:"destKind"`
 	Pack         bool              `json:"pack,omitempty"`
+	// OutputVersion is settings.OutputVersion, 1 or 2.
+	OutputVersion int `json:"outputVersion"`
 
 	format Format
+	shards *sharder
 	dest   reflectx.Func
 	buf    []byte
 	packs  packer
@@ -111,7 +114,8 @@ type encodeFn struct {
 // Destination function of shape kind (dest is nil for none); pack says whether
 // records are packed per bundle (see packable).
 func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, pack bool) *encodeFn {
-	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: pack}
+	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: pack,
+		OutputVersion: s.OutputVersion}
 }
 
 func (f *encodeFn) Setup() error {
@@ -120,6 +124,9 @@ func (f *encodeFn) Setup() error {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
 	f.format = format
+	if f.shards, err = newSharder(f.OutputVersion, f.Shards); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
 	if f.Dest != nil {
 		kind, err := destinationShape(f.Dest.Fn.Type(), nil)
 		if err != nil || kind != f.DestKind {
@@ -142,9 +149,7 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 	if int64(len(f.buf)) > f.MaxFileBytes {
 		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.MaxFileBytes)
 	}
-	h := fnv.New64a()
-	h.Write(f.buf)
-	key := shardKey(int(h.Sum64()%uint64(f.Shards)), dest)
+	key := shardKey(f.shards.shard(f.buf), dest)
 	if !f.Pack {
 		emit(ts, key, appendRecord(newPack(len(f.buf)+binary.MaxVarintLen64), f.buf))
 		return nil

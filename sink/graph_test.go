@@ -51,7 +51,8 @@ func TestDoFnPayloads(t *testing.T) {
 			t.Fatalf("%s: %v in %s", name, err, opt)
 		}
 		payloads[name] = m
-		carriesClient := name == "writeFilesFn" || name == "finalizingWriteFilesFn" || name == "commitFn" || name == "barrierFn"
+		carriesClient := name == "writeFilesFn" || name == "finalizingWriteFilesFn" || name == "commitFn" || name == "barrierFn" ||
+			name == "windowDoneFn" || name == "windowExpiryFn" || name == "markerFn"
 		for _, v := range []string{bucket, endpoint, keyID, secret} {
 			if has := strings.Contains(opt, v); has != carriesClient {
 				t.Errorf("%s's payload holds %q: %v, want %v; payload %s", name, v, has, carriesClient, opt)
@@ -59,7 +60,7 @@ func TestDoFnPayloads(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"encodeFn": {"destKind", "format", "maxFileBytes", "pack", "shards"},
+		"encodeFn": {"destKind", "format", "maxFileBytes", "outputVersion", "pack", "shards"},
 		"batchFn":  {"maxBatchBytes", "shards"},
 	}
 	for name, keys := range want {
@@ -70,6 +71,11 @@ func TestDoFnPayloads(t *testing.T) {
 		if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, keys) {
 			t.Errorf("%s carries %v, want %v", name, got, keys)
 		}
+	}
+	// Encode picks the shard hash by the output version, resolved to the
+	// latest for a Config that leaves it 0.
+	if v := payloads["encodeFn"]["outputVersion"]; v != float64(LatestOutputVersion) {
+		t.Errorf("encodeFn carries output version %v, want %d", v, LatestOutputVersion)
 	}
 	settingsOf := func(name string) map[string]any {
 		m, ok := payloads[name]

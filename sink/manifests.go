@@ -12,14 +12,21 @@ package sink
 //     the global window: a GroupByKey on the window's name fires once the
 //     whole run is committed.
 //   - Elsewhere (unbounded input, FinalizeCommit "always", or Beam hiding
-//     whether the input is bounded), a stateful DoFn keyed by the window's
-//     name gathers the window's results and writes them when an event-time
-//     timer fires at the window's expiry: its end plus the input's allowed
-//     lateness. Every pane of the window, late ones within the lateness
-//     included, has gone through the commit stage by then: the watermark
-//     of a stage never passes an element still in flight before it. Data
-//     later than that is dropped by Beam before it reaches the sink. The
-//     user's trigger plays no part: one manifest per partition and one
+//     whether the input is bounded), each result is keyed by its window's
+//     name, with the time its window expires (its end plus the input's
+//     allowed lateness), and moved into the global window, where a stateful
+//     DoFn gathers a window's results and writes them when an event-time
+//     timer fires just after that time. Every pane of the window, late
+//     ones within the lateness included, has gone through the commit stage
+//     by then: the watermark of a stage never passes an element still in
+//     flight before it, and such an element's timestamp lies within its
+//     window. The timer is set 1 ms after the expiry because a runner may
+//     fire a timer once the watermark reaches it (prism does), while an
+//     element of the window's last pane, stamped with the window's last
+//     instant, may still hold the watermark there. The state lives in the
+//     global window, so no runner collects it before the timer fires. Data
+//     later than the expiry is dropped by Beam before it reaches the sink.
+//     The user's trigger plays no part: one manifest per partition and one
 //     marker per window, however many panes fired.
 
 import (
@@ -27,12 +34,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -46,7 +55,9 @@ import (
 func init() {
 	register.Function1x2(windowKey)
 	register.DoFn4x1[context.Context, string, func(*FileResult) bool, func(string), error](&windowDoneFn{})
-	register.DoFn6x1[context.Context, beam.Window, state.Provider, timers.Provider, string, FileResult, error](&windowExpiryFn{})
+	register.DoFn2x2[beam.Window, FileResult, string, expiring](&expiryKeyFn{})
+	register.DoFn5x1[context.Context, state.Provider, timers.Provider, string, expiring, error](&windowExpiryFn{})
+	beam.RegisterType(reflect.TypeFor[expiring]())
 	register.Emitter1[string]()
 }
 
@@ -62,12 +73,12 @@ func windowKey(r FileResult) (string, FileResult) { return r.Window, r }
 // global window); lateness is the input's allowed lateness.
 func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bool, lateness time.Duration) error {
 	s = s.Scope("Manifests")
-	keyed, err := single(beam.TryParDo(s, windowKey, files))
-	if err != nil {
-		return err
-	}
 	w := windowWriter{S: st.forCommit(), Mode: st.Requests.CompletionMarker}
 	if barrier {
+		keyed, err := single(beam.TryParDo(s, windowKey, files))
+		if err != nil {
+			return err
+		}
 		grouped, err := beam.TryGroupByKey(s, keyed)
 		if err != nil {
 			return fmt.Errorf("s3once sink: %w", err)
@@ -78,11 +89,19 @@ func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bo
 		}
 		return nil
 	}
+	expiringKeyed, err := single(beam.TryParDo(s, &expiryKeyFn{LatenessMillis: lateness.Milliseconds()}, files))
+	if err != nil {
+		return err
+	}
+	global, err := beam.TryWindowInto(s, window.NewGlobalWindows(), expiringKeyed)
+	if err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
 	_, err = beam.TryParDo(s, &windowExpiryFn{
-		windowWriter: w, LatenessMillis: lateness.Milliseconds(),
-		Results: state.MakeBagState[FileResult]("results"),
-		Expiry:  timers.InEventTime("expiry"),
-	}, keyed)
+		windowWriter: w,
+		Results:      state.MakeBagState[expiring]("results"),
+		Expiry:       timers.InEventTime("expiry"),
+	}, global)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
@@ -126,26 +145,43 @@ func (f *windowDoneFn) ProcessElement(ctx context.Context, window string, result
 	return nil
 }
 
-// windowExpiryFn gathers a window's results and writes its manifests when
-// the window expires (see the file's comment).
+// expiring is a file's result on its way to the manifests' stage in the
+// global window, with the time (in milliseconds) after which its window
+// can receive no more files.
+type expiring struct {
+	Result FileResult
+	Expiry int64
+}
+
+// expiryKeyFn keys each result by its window's name and stamps it with the
+// window's expiry: its last instant plus the allowed lateness.
+type expiryKeyFn struct {
+	LatenessMillis int64 `json:"latenessMillis,omitempty"`
+}
+
+func (f *expiryKeyFn) ProcessElement(w beam.Window, r FileResult) (string, expiring) {
+	at := w.MaxTimestamp()
+	if at < mtime.EndOfGlobalWindowTime {
+		at = min(at+mtime.Time(f.LatenessMillis), mtime.EndOfGlobalWindowTime)
+	}
+	return r.Window, expiring{Result: r, Expiry: int64(at)}
+}
+
+// windowExpiryFn gathers a window's results, in the global window, and
+// writes its manifests 1 ms after the window expires (see the file's
+// comment).
 type windowExpiryFn struct {
 	windowWriter
-	LatenessMillis int64 `json:"latenessMillis,omitempty"`
 
-	Results state.Bag[FileResult]
+	Results state.Bag[expiring]
 	Expiry  timers.EventTime
 }
 
-func (f *windowExpiryFn) ProcessElement(ctx context.Context, w beam.Window, sp state.Provider, tp timers.Provider, window string, r FileResult) error {
-	if err := f.Results.Add(sp, r); err != nil {
-		return fmt.Errorf("s3once sink: manifests: keep the result of s3://%s/%s: %w", r.Bucket, r.Key, err)
+func (f *windowExpiryFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, window string, e expiring) error {
+	if err := f.Results.Add(sp, e); err != nil {
+		return fmt.Errorf("s3once sink: manifests: keep the result of s3://%s/%s: %w", e.Result.Bucket, e.Result.Key, err)
 	}
-	end := w.MaxTimestamp()
-	at := end
-	if end < mtime.EndOfGlobalWindowTime {
-		at = min(end+mtime.Time(f.LatenessMillis), mtime.EndOfGlobalWindowTime)
-	}
-	f.Expiry.Set(tp, at.ToTime(), timers.WithOutputTimestamp(end.ToTime()))
+	f.Expiry.Set(tp, mtime.Time(e.Expiry+1).ToTime(), timers.WithNoOutputTimestamp())
 	return nil
 }
 
@@ -153,9 +189,13 @@ func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp time
 	if timer.Family != f.Expiry.Family {
 		return nil
 	}
-	all, _, err := f.Results.Read(sp)
+	kept, _, err := f.Results.Read(sp)
 	if err != nil {
 		return fmt.Errorf("s3once sink: manifests: read the results of window %s: %w", window, err)
+	}
+	all := make([]FileResult, len(kept))
+	for i, e := range kept {
+		all[i] = e.Result
 	}
 	if err := f.finish(ctx, window, all); err != nil {
 		return err

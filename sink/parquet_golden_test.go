@@ -62,7 +62,8 @@ func pqGoldenEvents() []pqEvent {
 // stages, as TestOutputGolden does for the other formats (the same stages,
 // checkpoints every KiB resumed on new DoFns, so each resume re-encodes the
 // file's records), and compares the file's key and bytes with
-// testdata/output/<case>/. Each case makes several row groups, one by
+// testdata/output/<case>/ for output version 1 and testdata/output-v2/<case>/
+// for version 2. Each case makes several row groups, one by
 // RowGroupRecords, one by RowGroupBytes. It then reads the golden file with
 // the independent reader (xitongsys/parquet-go): every record field by field,
 // the footer's row groups and row counts, the statistics.
@@ -87,34 +88,37 @@ func TestParquetGolden(t *testing.T) {
 	for _, e := range want {
 		lines = append(lines, pqEncode(t, e))
 	}
-	for _, tc := range []struct {
-		gc        goldenCase
-		rowGroups int
-	}{
-		{goldenCase{name: "parquet-snappy-records",
-			cfg: Config{Format: "parquet", Shards: 1, CheckpointBytes: 1 << 10, Parquet: ParquetOptions{RowGroupRecords: 64}}},
-			(len(events) + 63) / 64},
-		{goldenCase{name: "parquet-zstd-bytes",
-			cfg: Config{Format: "parquet", Shards: 1, CheckpointBytes: 1 << 10, Parquet: ParquetOptions{Compression: "zstd", RowGroupBytes: 8 << 10}}},
-			pqGroupsByBytes(lines, 8<<10)},
-	} {
-		t.Run(tc.gc.name, func(t *testing.T) {
-			gc := tc.gc
-			gc.format, gc.elemT, gc.recs = "parquet", reflect.TypeFor[pqEvent](), recs
-			dir := filepath.Join("testdata", "output", gc.name)
-			got := runGolden(t, gc)
-			if len(got) != 1 {
-				t.Fatalf("%d files, want 1", len(got))
-			}
-			compareGolden(t, dir, got)
-			if tc.rowGroups < 3 {
-				t.Fatalf("the case makes %d row groups; it wants several", tc.rowGroups)
-			}
-			for k := range got {
-				file := readGoldenFile(t, dir, k)
-				checkParquetFile(t, file, want, tc.rowGroups)
-			}
-		})
+	for _, version := range []int{1, 2} {
+		for _, tc := range []struct {
+			gc        goldenCase
+			rowGroups int
+		}{
+			{goldenCase{name: "parquet-snappy-records",
+				cfg: Config{Format: "parquet", Shards: 1, CheckpointBytes: 1 << 10, Parquet: ParquetOptions{RowGroupRecords: 64}}},
+				(len(events) + 63) / 64},
+			{goldenCase{name: "parquet-zstd-bytes",
+				cfg: Config{Format: "parquet", Shards: 1, CheckpointBytes: 1 << 10, Parquet: ParquetOptions{Compression: "zstd", RowGroupBytes: 8 << 10}}},
+				pqGroupsByBytes(lines, 8<<10)},
+		} {
+			t.Run(fmt.Sprintf("v%d/%s", version, tc.gc.name), func(t *testing.T) {
+				gc := tc.gc
+				gc.format, gc.elemT, gc.recs = "parquet", reflect.TypeFor[pqEvent](), recs
+				gc.cfg.OutputVersion = version
+				dir := goldenDir(version, gc.name)
+				got := runGolden(t, gc)
+				if len(got) != 1 {
+					t.Fatalf("%d files, want 1", len(got))
+				}
+				compareGolden(t, dir, got)
+				if tc.rowGroups < 3 {
+					t.Fatalf("the case makes %d row groups; it wants several", tc.rowGroups)
+				}
+				for k := range got {
+					file := readGoldenFile(t, dir, k)
+					checkParquetFile(t, file, want, tc.rowGroups)
+				}
+			})
+		}
 	}
 }
 

@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -203,11 +209,8 @@ func TestPartitionAppend(t *testing.T) {
 	// Every partition the second run wrote has its manifest, listing
 	// exactly its files; letter=c keeps the first run's.
 	for _, dest := range []string{"letter=a", "letter=b", "letter=c", "letter=d"} {
-		key := ownkeys.ManifestKey("", dest, "global")
-		entries, err := manifest.Decode(after[key])
-		if err != nil {
-			t.Fatalf("the manifest %s: %v", key, err)
-		}
+		key := ownkeys.ManifestKey("out", dest, "global")
+		entries := manifestOf(t, bucket, "out", dest, "global")
 		var listed, present []string
 		for _, e := range entries {
 			listed = append(listed, e.Key)
@@ -364,5 +367,169 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 	}
 	if err := fn3.ProcessElement(ctx, first, func(FileResult) {}); err != nil {
 		t.Fatalf("a file the manifest lists: %v", err)
+	}
+}
+
+// TestManifestAtWindowExpiry: unbounded input in one-hour windows that fire
+// early every 40 records, with late data within the allowed lateness and
+// data beyond it. Each partition of the window gets one manifest, written
+// when the window expires, listing exactly the files committed for it
+// (every pane, the late one included); the completion marker is written
+// once for the window, after the manifests, and lists the same files; the
+// data beyond the lateness is dropped by Beam, and counted here.
+func TestManifestAtWindowExpiry(t *testing.T) {
+	bucket := srv.Bucket(t)
+	ts := teststream.NewConfig()
+	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) int64 { return base.Add(d).UnixMilli() }
+	var kept []string
+	add := func(ms int64, tag string, n int, keep bool) {
+		var batch []string
+		for i := range n {
+			batch = append(batch, fmt.Sprintf("%c-%s-%03d", 'a'+i%2, tag, i))
+		}
+		if err := ts.AddElementList(ms, batch); err != nil {
+			t.Fatal(err)
+		}
+		if keep {
+			kept = append(kept, batch...)
+		}
+	}
+	for step := range 3 {
+		add(at(time.Duration(step)*time.Minute), fmt.Sprintf("early%d", step), 40, true)
+		if err := ts.AdvanceWatermark(at(time.Duration(step)*time.Minute + time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The window ends; late data within the 10 minutes of lateness.
+	if err := ts.AdvanceWatermark(at(time.Hour + time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	add(at(30*time.Minute), "late", 30, true)
+	// The window expires; data later than that is dropped.
+	if err := ts.AdvanceWatermark(at(time.Hour + 20*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	add(at(40*time.Minute), "dropped", 25, false)
+	if err := ts.AdvanceWatermarkToInfinity(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, s := beam.NewPipelineWithRoot()
+	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Hour), teststream.Create(s, ts),
+		beam.Trigger(trigger.AfterEndOfWindow().
+			EarlyFiring(trigger.Repeat(trigger.AfterCount(40))).
+			LateFiring(trigger.Repeat(trigger.AfterCount(1)))),
+		beam.AllowedLateness(10*time.Minute), beam.PanesDiscard())
+	cfg := testConfig(bucket, "win")
+	cfg.Shards = 1
+	cfg.Destination = firstLetter
+	cfg.CompletionMarker = MarkerManifest
+	collect(t, s, Write(s, windowed, cfg))
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+
+	c := testClient()
+	objs := s3test.Objects(t, c, bucket, "win/")
+	const win = "20240601T000000Z-20240601T010000Z"
+	var got []string
+	files := map[string][]string{} // by destination
+	for k, v := range objs {
+		if ownkeys.IsMarker("win", k) {
+			continue
+		}
+		dest, w, ok := ownkeys.ParseFileKey("win", k)
+		if !ok || w != win {
+			t.Fatalf("unexpected object %s", k)
+		}
+		files[dest] = append(files[dest], k)
+		got = append(got, lines(t, k, v)...)
+	}
+	sameMultiset(t, got, kept)
+	t.Logf("%d records kept, %d dropped beyond the lateness", len(kept), 25)
+	panes := map[string]bool{}
+	for _, r := range results(t) {
+		panes[fmt.Sprint(r.Pane)] = true
+	}
+	if len(panes) < 3 {
+		t.Errorf("panes %v; want early, on-time and late ones", panes)
+	}
+	for _, dest := range []string{"letter=a", "letter=b"} {
+		var listed []string
+		for _, e := range manifestOf(t, bucket, "win", dest, win) {
+			listed = append(listed, e.Key)
+			if int64(len(objs[e.Key])) != e.Size {
+				t.Errorf("the manifest lists %s with %d bytes, it has %d", e.Key, e.Size, len(objs[e.Key]))
+			}
+		}
+		slices.Sort(files[dest])
+		if !slices.Equal(listed, files[dest]) {
+			t.Errorf("the manifest of %s lists %v; the partition holds %v", dest, listed, files[dest])
+		}
+	}
+	markers := 0
+	for k, v := range objs {
+		if !ownkeys.IsMarker("win", k) {
+			continue
+		}
+		markers++
+		if k != ownkeys.MarkerKey("win", win, 0) {
+			t.Errorf("marker %s; want one per window, %s", k, ownkeys.MarkerKey("win", win, 0))
+		}
+		if n := strings.Count(string(v), "\n"); n != len(files["letter=a"])+len(files["letter=b"]) {
+			t.Errorf("the marker lists %d files, the window has %d", n, len(files["letter=a"])+len(files["letter=b"]))
+		}
+	}
+	if markers != 1 {
+		t.Errorf("%d completion markers; want 1", markers)
+	}
+	checkClean(t, c, bucket)
+}
+
+// TestUnknownBoundedness: where Beam hides whether the input is bounded, the
+// sink takes it as unbounded: no run-wide barrier, a manifest per window
+// and partition when the window expires, FileResults in their windows, and
+// a line in the log that says so.
+func TestUnknownBoundedness(t *testing.T) {
+	defer func(f func(beam.PCollection) (bool, bool)) { inputBoundedness = f }(inputBoundedness)
+	inputBoundedness = func(beam.PCollection) (bool, bool) { return false, false }
+	logs := captureLogs(t)
+	bucket := srv.Bucket(t)
+	in := minuteEvents(600, 31)
+	if _, err := windowedRun(t, bucket, "hidden", in); err != nil {
+		t.Fatal(err)
+	}
+	if !logs.logged("hides whether the input is bounded") {
+		t.Error("the log does not say Beam hides whether the input is bounded")
+	}
+	c := testClient()
+	perWindow := map[string][]string{}
+	for k := range s3test.Objects(t, c, bucket, "hidden/") {
+		if _, w, ok := ownkeys.ParseFileKey("hidden", k); ok {
+			perWindow[w] = append(perWindow[w], k)
+		}
+	}
+	if len(perWindow) < 3 {
+		t.Fatalf("files in %d windows; want 3", len(perWindow))
+	}
+	for w, keys := range perWindow {
+		var listed []string
+		for _, e := range manifestOf(t, bucket, "hidden", "", w) {
+			listed = append(listed, e.Key)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(listed, keys) {
+			t.Errorf("the manifest of window %s lists %v; the window has %v", w, listed, keys)
+		}
+	}
+	seen := windowsSeen(t)
+	if len(seen) == 0 {
+		t.Fatal("no FileResult seen")
+	}
+	for key, w := range seen {
+		if w == "global" {
+			t.Errorf("the FileResult of %s came out in the global window: the barrier ran", key)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamruntime "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
@@ -84,6 +85,9 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		if err := checkTopLevel(cfg.Destination); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
 		}
+		if err := checkResolvable(cfg.Destination); err != nil {
+			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
+		}
 		ef := &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.Destination)}
 		if _, err := json.Marshal(ef); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
@@ -108,7 +112,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		return beam.PCollection{}, err
 	}
 	// Each DoFn carries only the settings it reads (see settings). The
-	// folder's settings marker (fingerprint.go) is judged, and written in a
+	// folder's settings marker (settings_marker.go) is judged, and written in a
 	// new folder, before any commit: by the barrier where it applies, by the
 	// commit stage elsewhere, and first by the writer that commits at
 	// bundle finalization.
@@ -143,7 +147,7 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		lateness := time.Duration(col.WindowingStrategy().AllowedLateness) * time.Millisecond
 		err = withManifests(s, files, st, applies, lateness) // manifests.go
 	} else {
-		err = withMarkers(s, files, st) // marker.go
+		err = withMarkers(s, files, st) // completion_marker.go
 	}
 	if err != nil {
 		return beam.PCollection{}, err
@@ -164,6 +168,18 @@ func checkTopLevel(fn any) error {
 		if strings.HasSuffix(part, "-fm") || (strings.HasPrefix(part, "func") && strings.Trim(part[4:], "0123456789") == "" && len(part) > 4) {
 			return fmt.Errorf("cannot be serialised for the workers: %s is a function literal or a method value; use a top-level function registered with the register package", name)
 		}
+	}
+	return nil
+}
+
+// checkResolvable makes sure the workers will find fn by its name: it is
+// registered, or this binary (which the workers run too) can look it up in
+// its symbol table. A binary built with -ldflags=-s has none, and the job
+// would otherwise fail on its workers, after the runner started.
+func checkResolvable(fn any) error {
+	name := reflectx.FunctionName(fn)
+	if _, err := beamruntime.ResolveFunction(name, reflect.TypeOf(fn)); err != nil {
+		return fmt.Errorf("%s is not registered, and this binary cannot find it by name (its symbol table was stripped, as -ldflags=-s does): register it in an init function with the register package (register.Function1x1 and the like): %w", name, err)
 	}
 	return nil
 }

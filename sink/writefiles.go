@@ -187,6 +187,7 @@ func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.Bun
 // process writes the records of rt's restriction; bf is nil when the DoFn
 // does not finalize bundles.
 func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+	defer reportThrottling(ctx)
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: unexpected restriction %T", rt.GetRestriction())

@@ -13,6 +13,10 @@
 // committed and keeps them (the summary says how many were committed
 // earlier). Change --records or --seed together with --prefix, since a key
 // that already holds other bytes is refused, loudly.
+//
+// With -serve (make server) it runs no pipeline: it starts the same server
+// on 127.0.0.1:7070 (-port), makes the bucket, prints what a program of
+// one's own needs to reach it, and stops the server on Ctrl-C.
 package main
 
 import (
@@ -39,6 +43,7 @@ import (
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3server"
 	"github.com/s3once/s3once/pipelines/corpus"
+	"github.com/s3once/s3once/program"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -51,9 +56,36 @@ func main() {
 	flag.IntVar(&o.records, "records", 100_000, "documents to generate")
 	flag.Uint64Var(&o.seed, "seed", 1, "corpus seed")
 	flag.BoolVar(&o.verbose, "verbose", false, "show the runner's logs")
+	serveMode := flag.Bool("serve", false, "only start the S3 server, for a program of your own, until Ctrl-C")
+	port := flag.Int("port", ServePort, "with -serve: the loopback port to listen on")
 	flag.Parse()
 	beam.Init()
+	if *serveMode {
+		os.Exit(serveMain(serveOptions{data: o.data, bucket: o.bucket, port: *port}))
+	}
 	os.Exit(run(o, os.Stdout, os.Stderr))
+}
+
+// serveMain runs serve until SIGINT or SIGTERM and returns the exit code.
+func serveMain(o serveOptions) int {
+	if o.data == "" {
+		root, err := repoRoot()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "s3once server: %v\n", err)
+			return 1
+		}
+		o.data = filepath.Join(root, ".s3data")
+	}
+	if abs, err := filepath.Abs(o.data); err == nil {
+		o.data = abs
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "s3once server: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 type options struct {
@@ -180,9 +212,9 @@ func run(o options, out, errOut io.Writer) int {
 		// The runner hands back the error's text only: its code token says
 		// what happened.
 		if errcode.Has(err, errcode.KeyTaken) {
-			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", app.Cause(err), rel)
+			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", program.Cause(err), rel)
 		}
-		return fail("pipeline failed after %v: %s\n\nthe runner's report:\n%v", res.Elapsed.Round(time.Millisecond), app.Cause(err), err)
+		return fail("the runner's report:\n%v\n\npipeline failed after %v: %s", program.Report(err), res.Elapsed.Round(time.Millisecond), program.Cause(err))
 	}
 	fmt.Fprintln(out)
 	sum := app.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}

@@ -13,8 +13,8 @@
 // parts and side objects, and what s3once would do with each.
 //
 // Credentials and region come from the standard AWS chain (environment,
-// shared config and credentials files, SSO, instance roles); --endpoint and
-// --path-style point the tool at S3-compatible servers.
+// shared config and credentials files, SSO, instance roles); --s3-endpoint
+// (or --endpoint) and --path-style point the tool at S3-compatible servers.
 //
 // Exit codes, for scripts:
 //
@@ -34,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -132,10 +133,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "s3once %s: %s\n", args[0], xe.msg)
 		return xe.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "s3once %s: %v\nRun 's3once %s --help' for usage.\n", args[0], err, args[0])
+		fmt.Fprintf(stderr, "%s\nRun 's3once %s --help' for usage.\n", prefixed(args[0], err), args[0])
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "s3once %s: %v\n", args[0], err)
+		fmt.Fprintln(stderr, prefixed(args[0], err))
 		return exitFail
 	}
+}
+
+// prefixed is err's message after "s3once <cmd>: ", unless it already
+// starts with the command's name (the committer's errors name the sweep).
+func prefixed(cmd string, err error) string {
+	msg, name := err.Error(), "s3once "+cmd
+	if strings.HasPrefix(msg, name+" ") || strings.HasPrefix(msg, name+":") {
+		return msg
+	}
+	return name + ": " + msg
 }

@@ -1,0 +1,125 @@
+package sink
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/recoverable"
+)
+
+// TestCountersAgreeWithResults runs a pipeline with two Writes (JSON Lines
+// with destinations, and Parquet), files rolling and the writer
+// checkpointing, on the embedded runner and the test server, then reruns it
+// unchanged; each time it compares every s3once counter with the
+// FileResults and the objects in the bucket. A counter the test does not
+// know fails it, so that a new one gets its expected value here.
+func TestCountersAgreeWithResults(t *testing.T) {
+	bucket := srv.Bucket(t)
+	in := orders(6_000, 7)
+	events := pqEvents(1_500, 3)
+	for run, name := range []string{"fresh", "rerun"} {
+		p, s := beam.NewPipelineWithRoot()
+		cfg := testConfig(bucket, "counted/jsonl")
+		cfg.Format = "jsonl"
+		cfg.Destination = countryOf
+		cfg.Shards = 4
+		cfg.MaxFileRecords = 250
+		cfg.CheckpointBytes = 8 << 10
+		collect(t, s, Write(s.Scope("jsonl"), beam.CreateList(s, in), cfg))
+		pq := testConfig(bucket, "counted/parquet")
+		pq.Format = "parquet"
+		pq.Shards = 3
+		pq.MaxFileRecords = 200
+		pq.CheckpointBytes = 8 << 10
+		pq.Parquet.RowGroupRecords = 64
+		files := Write(s.Scope("parquet"), beam.CreateList(s, events), pq)
+		beam.ParDo0(s, &collectFn{ID: t.Name()}, files)
+		pr, err := ptest.RunWithMetrics(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := counters(pr)
+		res := results(t)
+		objs := s3test.Objects(t, testClient(), bucket, "counted/")
+		var files64, recs, size int64
+		keys := map[string]bool{}
+		for _, r := range res {
+			if keys[r.Key] {
+				t.Errorf("%s run: two FileResults for %s", name, r.Key)
+			}
+			keys[r.Key] = true
+			b, ok := objs[r.Key]
+			if !ok {
+				t.Errorf("%s run: FileResult for %s, which is not in the bucket", name, r.Key)
+			} else if int64(len(b)) != r.Bytes {
+				t.Errorf("%s run: %s holds %d bytes, its FileResult says %d", name, r.Key, len(b), r.Bytes)
+			}
+			if r.Bytes >= recoverable.MinPartSize {
+				t.Fatalf("%s run: %s has %d bytes; the test wants every file in one part", name, r.Key, r.Bytes)
+			}
+			files64++
+			recs += r.Records
+			size += r.Bytes
+		}
+		for k := range objs {
+			if !keys[k] && !strings.Contains(k, "/_") {
+				t.Errorf("%s run: %s is in the bucket without a FileResult", name, k)
+			}
+		}
+		if recs != int64(len(in)+len(events)) {
+			t.Errorf("%s run: the FileResults hold %d records, want %d", name, recs, len(in)+len(events))
+		}
+		kept := int64(0)
+		if run == 1 {
+			kept = files64 // every file is in place from the first run
+		}
+		// persists is checked against self_checkpoint_resumes below: on
+		// this runner every checkpoint is resumed by the same worker.
+		want := map[string]int64{
+			"files_closed":            files64,
+			"files_committed":         files64,
+			"commits_already_done":    kept,
+			"barrier_files":           files64,
+			"barrier_kept":            kept,
+			"records_written":         recs,
+			"bytes_written":           size,
+			"parts_uploaded":          files64,
+			"persists":                m["persists"],
+			"self_checkpoint_resumes": m["persists"],
+			"tails_recovered":         0,
+			"recoveries":              0,
+			"commit_retries":          0,
+			"rewrites_required":       0,
+			"files_rewritten":         0,
+			"records_rewritten":       0,
+			// Parquet files resumed where their encoder was not kept
+			// (see "Parquet" in the package docs): bounded below.
+			"parquet_replays":          m["parquet_replays"],
+			"parquet_records_replayed": m["parquet_records_replayed"],
+		}
+		t.Logf("%s run: %d FileResults, %d records, %d bytes; counters %v", name, files64, recs, size, m)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s run: counter %s = %d, which the test does not know: add its expected value", name, k, m[k])
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(want)) {
+			if m[k] != want[k] {
+				t.Errorf("%s run: counter %s = %d, want %d", name, k, m[k], want[k])
+			}
+		}
+		if r, n := m["parquet_replays"], m["parquet_records_replayed"]; r > m["persists"] || n < r || n > r*int64(pq.MaxFileRecords) {
+			t.Errorf("%s run: %d Parquet replays of %d records for %d checkpoints; want at most one replay per checkpoint, of 1 to %d records each",
+				name, r, n, m["persists"], pq.MaxFileRecords)
+		}
+		if m["persists"] == 0 {
+			t.Errorf("%s run: no checkpoint was taken; the test wants some", name)
+		}
+	}
+}

@@ -1,0 +1,483 @@
+package sink
+
+// The settings marker: one object per output folder,
+// <Prefix>/_s3once_settings, that records the settings a file's bytes and
+// names depend on. A rerun with other settings is refused before it
+// commits anything (ErrSettingsChanged), by the preflight and by the sink.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/errcode"
+	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/settingsmarker"
+)
+
+// ErrSettingsChanged is wrapped by the error of a run, or of Preflight, whose
+// byte-affecting settings differ from those recorded in the output folder's
+// settings marker. Its message carries the stable code
+// errcode.SettingsChanged.
+var ErrSettingsChanged = errcode.New(errcode.SettingsChanged, "the output folder was written with other settings")
+
+// SettingChange is one setting that differs from the folder's marker.
+type SettingChange struct {
+	// Setting names it as Config does ("Compression", "Shards", ...).
+	Setting string
+	// Was is the value recorded in the folder; Now this run's.
+	Was, Now string
+}
+
+// SettingsChangedError is the error of a run, or of Preflight, that finds
+// the output folder written with other byte-affecting settings. It wraps
+// ErrSettingsChanged.
+type SettingsChangedError struct {
+	Bucket, Prefix string
+	// Changes lists every setting that differs, in the marker's order.
+	Changes []SettingChange
+	// Done says what this run did about it ("nothing of this run was
+	// committed ..."); empty from Preflight, which writes nothing.
+	Done string
+	// Unmarked, when set, is an s3once file of a folder that has no
+	// settings marker: an earlier release wrote it, as output version 1.
+	Unmarked string
+}
+
+func (e *SettingsChangedError) Error() string {
+	var b strings.Builder
+	if e.Unmarked != "" {
+		fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files of an earlier s3once release and no settings marker (s3://%s/%s, for one), so it is of output version %s:",
+			e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, e.Unmarked, legacyVersion)
+	} else {
+		fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files written with other byte-affecting settings (recorded in s3://%s/%s):",
+			e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, ownkeys.SettingsKey(e.Prefix))
+	}
+	for i, c := range e.Changes {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s %s -> %s", c.Setting, shown(c.Was), shown(c.Now))
+	}
+	b.WriteString("; ")
+	if e.Done != "" {
+		b.WriteString(e.Done + "; ")
+	}
+	for _, c := range e.Changes {
+		if c.Setting == settingLabels["output-version"] && c.Was != "" {
+			fmt.Fprintf(&b, "to go on writing this folder as it was written, set OutputVersion: %s in the Config; ", c.Was)
+		}
+	}
+	b.WriteString("when the settings change, write to a fresh Prefix (or delete the folder's files and its " + ownkeys.SettingsName + " to replace them): ")
+	b.WriteString(ErrSettingsChanged.Error())
+	return b.String()
+}
+
+func (e *SettingsChangedError) Unwrap() error { return ErrSettingsChanged }
+
+func shown(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
+}
+
+// ---- what the marker records ---------------------------------------------
+
+// fileNames is the file-name template, recorded so that a change of it
+// cannot go unnoticed.
+const fileNames = "<destination>/<window>-pane-<n>-shard-<SSSSS>-of-<NNNNN>[-batch-<BB>-of-<MM>]-file-<FFFFF>"
+
+// unknownLibrary stands for a library version the build information does
+// not give (a binary built without module support, a codec of the main
+// package).
+const unknownLibrary = "unknown"
+
+// A setting in the marker: its name there and the Config field it comes from.
+var settingLabels = map[string]string{
+	"checkpoint-sync-bytes":     "CheckpointBytes (compressed members end every min(CheckpointBytes, 1 MiB))",
+	"compression":               "Compression",
+	"compression-canary":        "the compression library's output (canary digest)",
+	"compression-library":       "the compression library",
+	"file-names":                "the file names",
+	"format":                    "Format",
+	"max-batch-bytes":           "MaxBatchBytes",
+	"max-file-bytes":            "MaxFileBytes",
+	"max-file-records":          "MaxFileRecords",
+	"output-version":            "s3once's output format version",
+	"parquet-canary":            "the Parquet library's output (canary digest)",
+	"parquet-compression":       "Parquet.Compression",
+	"parquet-library":           "the Parquet library",
+	"parquet-row-group-bytes":   "Parquet.RowGroupBytes",
+	"parquet-row-group-records": "Parquet.RowGroupRecords",
+	"shards":                    "Shards",
+}
+
+// setting is one name and value of a marker; fingerprint a marker's
+// content (internal/settingsmarker holds its encoding).
+type (
+	setting     = settingsmarker.Setting
+	fingerprint = settingsmarker.Settings
+)
+
+func encodeFingerprint(fp fingerprint) []byte { return settingsmarker.Encode(fp) }
+
+func decodeFingerprint(b []byte) (fingerprint, error) { return settingsmarker.Decode(b) }
+
+// errSettingsMarker is wrapped by decodeFingerprint's errors.
+var errSettingsMarker = settingsmarker.ErrInvalid
+
+// maxSettingsBytes bounds a marker (and what is read of one).
+const maxSettingsBytes = settingsmarker.MaxBytes
+
+// fingerprint is what the settings marker records for s: every setting the
+// bytes or names of a file depend on, besides the records themselves, the
+// element type and the Destination function (user code, which a rerun's
+// barrier or commit judges by the bytes). A setting that has no effect under
+// the others is recorded as "" (the sync spacing without compression, the
+// Parquet settings of other formats), so that changing it alone is no
+// change.
+func (s settings) fingerprint() fingerprint {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	ext := s.fileExt()
+	sync, codecLib, codecOut := "", "", ""
+	if s.Compression != "none" {
+		sync = itoa(s.syncBytes())
+		codecLib = codecLibrary(s.Compression)
+		codecOut = codecCanary(s.Compression)
+	}
+	var pqComp, pqLib, pqOut, pqBytes, pqRecords string
+	if s.Parquet != nil {
+		pqComp, pqBytes, pqRecords = s.Parquet.Compression, itoa(s.Parquet.RowGroupBytes), itoa(s.Parquet.RowGroupRecords)
+		pqLib = moduleOf("github.com/parquet-go/parquet-go")
+		if pqComp != "none" {
+			pqLib += ", " + moduleOf("github.com/klauspost/compress/zstd")
+		}
+		pqOut = parquetCanary(pqComp)
+	}
+	return fingerprint{
+		{Name: "checkpoint-sync-bytes", Value: sync},
+		{Name: "compression", Value: s.Compression},
+		{Name: "compression-canary", Value: codecOut},
+		{Name: "compression-library", Value: codecLib},
+		{Name: "file-names", Value: fileNames + ext},
+		{Name: "format", Value: s.Format},
+		{Name: "max-batch-bytes", Value: itoa(s.MaxBatchBytes)},
+		{Name: "max-file-bytes", Value: itoa(s.MaxFileBytes)},
+		{Name: "max-file-records", Value: itoa(s.MaxFileRecords)},
+		{Name: "output-version", Value: strconv.Itoa(s.OutputVersion)},
+		{Name: "parquet-canary", Value: pqOut},
+		{Name: "parquet-compression", Value: pqComp},
+		{Name: "parquet-library", Value: pqLib},
+		{Name: "parquet-row-group-bytes", Value: pqBytes},
+		{Name: "parquet-row-group-records", Value: pqRecords},
+		{Name: "shards", Value: itoa(int64(s.Shards))},
+	}
+}
+
+// fileExt is the extension of the files: the format's, then the codec's.
+func (s settings) fileExt() string {
+	ext := ""
+	if f, err := lookupFormat(s.Format); err == nil {
+		ext += f.Extension()
+	}
+	if c, err := lookupCodec(s.Compression); err == nil {
+		ext += c.Extension()
+	}
+	return ext
+}
+
+// codecLibrary names the module, with its version, that implements the
+// codec registered under name: klauspost/compress for the built-in ones,
+// the codec type's module for a program's own.
+func codecLibrary(name string) string {
+	switch name {
+	case "gzip", "zstd":
+		return moduleOf("github.com/klauspost/compress/" + name)
+	}
+	c, err := lookupCodec(name)
+	if err != nil {
+		return unknownLibrary
+	}
+	t := reflect.TypeOf(c)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return moduleOf(t.PkgPath())
+}
+
+// readBuildInfo is this binary's build information, read once (nil when
+// the binary has none).
+var readBuildInfo = sync.OnceValue(func() *debug.BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return bi
+})
+
+// moduleOf names the module that holds the package pkg in this build, as
+// "path version" (the replacement's version when the module is replaced),
+// or unknownLibrary.
+func moduleOf(pkg string) string {
+	buildInfo := readBuildInfo()
+	if buildInfo == nil || pkg == "" {
+		return unknownLibrary
+	}
+	var best *debug.Module
+	for _, m := range append([]*debug.Module{&buildInfo.Main}, buildInfo.Deps...) {
+		if m.Path == "" || (pkg != m.Path && !strings.HasPrefix(pkg, m.Path+"/")) {
+			continue
+		}
+		if best == nil || len(m.Path) > len(best.Path) {
+			best = m
+		}
+	}
+	if best == nil {
+		return unknownLibrary
+	}
+	v := best.Version
+	if best.Replace != nil {
+		v = best.Replace.Version
+	}
+	if v == "" || v == "(devel)" {
+		v = unknownLibrary
+	}
+	return best.Path + " " + v
+}
+
+// informational are settings the marker records for an operator's
+// information only, never compared: the module versions of the libraries.
+// A test binary has no module versions ("unknown"), and two versions of a
+// library may write the same bytes; what the libraries write is compared
+// through their canary digests instead (canary.go).
+var informational = map[string]bool{"compression-library": true, "parquet-library": true}
+
+// changes lists the settings that differ between the folder's marker (was)
+// and this run's (now). A setting only one of them records (a build of
+// s3once that records more, or fewer) cannot be judged, and is no change;
+// nor is an informational one.
+func changes(was, now fingerprint) []SettingChange {
+	var out []SettingChange
+	for _, n := range now {
+		w, ok := was.Get(n.Name)
+		if !ok || w == n.Value || informational[n.Name] {
+			continue
+		}
+		label := settingLabels[n.Name]
+		if label == "" {
+			label = n.Name
+		}
+		out = append(out, SettingChange{Setting: label, Was: w, Now: n.Value})
+	}
+	return out
+}
+
+// ---- reading and writing the marker ------------------------------------------
+
+// folderStore is what judging and stamping an output folder needs: the
+// committer's operations, each call bounded and under its Policy (the
+// preflight's committer makes one attempt per call).
+type folderStore interface {
+	ReadObject(ctx context.Context, bucket, key string, max int64) ([]byte, bool, error)
+	PutOnce(ctx context.Context, bucket, key string, body []byte, contentType string, max int64) ([]byte, bool, error)
+	List(ctx context.Context, bucket, prefix string, fn func([]committer.Object) error) error
+}
+
+var _ folderStore = (*committer.Committer)(nil)
+
+// readSettings reads the folder's marker: nil, nil when there is none (a
+// new folder, or one written by a release that wrote no marker).
+func readSettings(ctx context.Context, c folderStore, bucket, prefix string) (fingerprint, error) {
+	key := ownkeys.SettingsKey(prefix)
+	b, found, err := c.ReadObject(ctx, bucket, key, maxSettingsBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read the settings marker: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	return decodeMarker(bucket, key, b)
+}
+
+func decodeMarker(bucket, key string, b []byte) (fingerprint, error) {
+	fp, err := decodeFingerprint(b)
+	if err != nil {
+		return nil, fmt.Errorf("the settings marker s3://%s/%s: %w; use a fresh Prefix, or the s3once build that wrote the folder", bucket, key, err)
+	}
+	return fp, nil
+}
+
+// folderState is what judgeFolder found.
+type folderState int
+
+const (
+	// folderNew holds no marker and no s3once file: this run's marker is
+	// to be written before its first commit.
+	folderNew folderState = iota
+	// folderMarked holds a marker of this run's settings.
+	folderMarked
+	// folderLegacy holds s3once files but no marker: an earlier release
+	// wrote it (output version 1), with settings nothing records. It is
+	// never stamped with a marker, since its files may have other settings.
+	folderLegacy
+)
+
+// legacyVersion is the output version of a folder that holds s3once files
+// but no settings marker.
+const legacyVersion = "1"
+
+// judgeFolder compares this run's settings with the folder's marker, or,
+// where there is none, tells a new folder from one an earlier release
+// wrote (a listing, stopped at the first s3once file). A marker of other
+// settings, or a folder of another output version, is a
+// SettingsChangedError; done says what this run did about it.
+func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) (folderState, error) {
+	was, err := readSettings(ctx, c, bucket, prefix)
+	if err != nil {
+		return 0, err
+	}
+	if was != nil {
+		if ch := changes(was, now); len(ch) > 0 {
+			return 0, &SettingsChangedError{Bucket: bucket, Prefix: prefix, Changes: ch, Done: done}
+		}
+		return folderMarked, nil
+	}
+	example, err := anyFile(ctx, c, bucket, prefix)
+	if err != nil || example == "" {
+		return folderNew, err
+	}
+	if v, _ := now.Get("output-version"); v != legacyVersion {
+		return 0, &SettingsChangedError{
+			Bucket: bucket, Prefix: prefix, Done: done, Unmarked: example,
+			Changes: []SettingChange{{Setting: settingLabels["output-version"], Was: legacyVersion, Now: v}},
+		}
+	}
+	return folderLegacy, nil
+}
+
+// errFound stops a listing at its first match.
+var errFound = errors.New("found")
+
+// anyFile returns the key of an s3once file in the folder, or "".
+func anyFile(ctx context.Context, c folderStore, bucket, prefix string) (string, error) {
+	var key string
+	err := c.List(ctx, bucket, ownkeys.Folder(prefix), func(page []committer.Object) error {
+		for _, o := range page {
+			if ownkeys.IsFileName(prefix, o.Key) {
+				key = o.Key
+				return errFound
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return "", fmt.Errorf("list s3://%s/%s for files of an earlier release: %w", bucket, ownkeys.Folder(prefix), err)
+	}
+	return key, nil
+}
+
+// stampFolder writes this run's marker in a new folder (If-None-Match). A
+// marker found in place (another worker's, a concurrent run's) is compared
+// with this run's settings.
+func stampFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) error {
+	key := ownkeys.SettingsKey(prefix)
+	have, written, err := c.PutOnce(ctx, bucket, key, encodeFingerprint(now), "text/plain; charset=us-ascii", maxSettingsBytes)
+	if err != nil {
+		return fmt.Errorf("write the settings marker: %w", err)
+	}
+	if written {
+		return nil
+	}
+	was, err := decodeMarker(bucket, key, have)
+	if err != nil {
+		return err
+	}
+	if ch := changes(was, now); len(ch) > 0 {
+		return &SettingsChangedError{Bucket: bucket, Prefix: prefix, Changes: ch, Done: done}
+	}
+	return nil
+}
+
+// settingsGuard makes sure, once per DoFn instance and before its first
+// commit, that the folder's marker holds this run's settings: judged, and
+// written where the folder is new. The commit stage (where no run-wide
+// barrier did it) and the writer that commits at bundle finalization use it.
+type settingsGuard struct {
+	mu sync.Mutex
+	ok bool
+}
+
+// check runs before a commit.
+func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ok {
+		return nil
+	}
+	state, err := judgeFolder(ctx, c, bucket, prefix, now, done)
+	if err == nil && state == folderNew {
+		err = stampFolder(ctx, c, bucket, prefix, now, done)
+	}
+	if err != nil {
+		return err
+	}
+	g.ok = true
+	return nil
+}
+
+// ---- the barrier's and the commit stage's hooks -------------------------------
+
+// decodeSettings reads the marker the DoFn carries (settings_marker.go).
+func (f *barrierFn) decodeSettings() (err error) {
+	if len(f.Settings) > 0 {
+		if f.fp, err = decodeFingerprint(f.Settings); err != nil {
+			return fmt.Errorf("s3once sink: barrier: the run's settings marker: %w", err)
+		}
+	}
+	return nil
+}
+
+// settingsRefusedDone is what a barrier that refuses a run for its
+// settings did.
+const settingsRefusedDone = "nothing of this run was committed and its uploads were aborted, so the folder is as the earlier run left it"
+
+// refuseSettings ends a run whose settings marker check failed: when the
+// folder holds other settings, every upload of the run is discarded, as
+// for a taken key; any other failure (reading the marker) fails the bundle
+// for the runner to retry, with nothing committed.
+func (f *barrierFn) refuseSettings(ctx context.Context, all []*barrierFile, err error) error {
+	if !errors.Is(err, ErrSettingsChanged) {
+		return fmt.Errorf("s3once sink: barrier: %w", err)
+	}
+	if cleanup := f.discard(ctx, all); cleanup != nil {
+		return fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
+	}
+	return err
+}
+
+// checkSettings is the preflight's look at the output folder: a marker of
+// other settings, or files of another output version without a marker, is
+// a problem that names each setting. It is skipped when the Config did not
+// validate (the settings are then unknown: Format is empty only then). Its
+// calls go through a committer that tries each once, so a misconfiguration
+// fails at once.
+func (p *prober) checkSettings(ctx context.Context) {
+	if p.s.Format == "" {
+		p.pe.Unchecked = append(p.pe.Unchecked, "the output folder's settings marker (the configuration is not valid)")
+		return
+	}
+	key := ownkeys.SettingsKey(p.s.Prefix)
+	now := p.s.fingerprint()
+	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
+		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, CallTimeout: preflightCallTimeout})
+		if err != nil {
+			return err
+		}
+		_, err = judgeFolder(ctx, c, p.s.Bucket, p.s.Prefix, now, "")
+		return err
+	})
+}
