@@ -34,6 +34,10 @@ type Config struct {
 	// Record is the record type the sink wrote (a struct); the table's
 	// schema must be its (SchemaOf).
 	Record reflect.Type
+	// Sink is the sink's configuration: the stage reaches S3 with its
+	// region, credentials, retry attempts and request settings (see
+	// WithS3); its other fields are not used.
+	Sink sink.Config
 }
 
 // Identifier splits Table into a table.Identifier.
@@ -88,7 +92,7 @@ func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection
 	grouped := beam.GroupByKey(s, keyed)
 	return beam.ParDo(s, &appendFn{
 		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties,
-		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record},
+		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, S3: routeOf(cfg.Sink),
 	}, grouped)
 }
 
@@ -101,12 +105,17 @@ type appendFn struct {
 	Table             string            `json:"table"`
 	RunID             string            `json:"runID"`
 	Record            beam.EncodedType  `json:"record"`
+	S3                s3Route           `json:"s3"`
 
 	tbl *Table
 }
 
 func (f *appendFn) Setup(ctx context.Context) error {
 	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, Table: f.Table}
+	ctx, err := WithS3(ctx, f.S3.config())
+	if err != nil {
+		return err
+	}
 	cat, err := cfg.LoadCatalog(ctx)
 	if err != nil {
 		return err

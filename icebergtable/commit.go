@@ -19,6 +19,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/s3once/s3once/internal/tablemarker"
 	"github.com/s3once/s3once/sink"
@@ -60,6 +62,9 @@ type Table struct {
 	// bucket and path are the table location's.
 	bucket, path string
 	location     string
+	// aws is the AWS configuration Open's context carried (WithS3), put
+	// back in Commit's.
+	aws *aws.Config
 	// beforeCommit, when set, runs between staging a round's transaction
 	// and committing it (tests: another writer commits there).
 	beforeCommit func()
@@ -67,7 +72,8 @@ type Table struct {
 
 // Open loads the table, creating it from the record type's schema
 // (SchemaOf) at location (an s3:// URI; "" lets the catalog choose) if it
-// is missing. A table whose schema is not the record type's is refused. A
+// is missing. The AWS configuration in ctx (WithS3) reaches iceberg-go's
+// S3 file IO, here and in Commit. A table whose schema is not the record type's is refused. A
 // new table gets commit.retry.num-retries=0: the commit loop here is the
 // only one (see Commit), and a table that asks iceberg-go to retry is
 // refused.
@@ -90,7 +96,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, reco
 	if n := tbl.Properties().Get(table.CommitNumRetriesKey, "0"); n != "0" {
 		return nil, fmt.Errorf("s3once iceberg: the table %s sets %s=%s: iceberg-go would replay a failed commit without looking for the run again; set it to 0 (the table stage retries itself)", name, table.CommitNumRetriesKey, n)
 	}
-	t := &Table{cat: cat, ident: ident, schema: schema, location: tbl.Location()}
+	t := &Table{cat: cat, ident: ident, schema: schema, location: tbl.Location(), aws: utils.GetAwsConfig(ctx)}
 	if t.bucket, t.path, err = splitS3(tbl.Location()); err != nil {
 		return nil, fmt.Errorf("s3once iceberg: the table %s: %w", name, err)
 	}
@@ -188,6 +194,7 @@ type Result struct {
 // that `s3once verify`, which links no Iceberg, can name committed files
 // of a run that never reached the table.
 func (t *Table) Commit(ctx context.Context, runID, window string, results []sink.FileResult) (Result, error) {
+	ctx = t.withAWS(ctx)
 	bucket, prefix, err := t.RunFolder(runID)
 	if err != nil {
 		return Result{}, err

@@ -20,23 +20,35 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/tablemarker"
 	"github.com/s3once/s3once/sink"
 )
 
-var srv *s3test.Server
+// The test server, and its endpoint (a crash loop's child is given the
+// parent's endpoint and starts no server).
+var (
+	srv      *s3test.Server
+	endpoint string
+)
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		endpoint = os.Getenv(childEndpoint)
+		os.Exit(ptest.MainRet(m))
+	}
 	var err error
 	srv, err = s3test.Launch(s3test.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	endpoint = srv.Endpoint()
 	code := ptest.MainRet(m)
 	srv.Stop()
 	os.Exit(code)
@@ -95,7 +107,7 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event) []sink.FileR
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, recs)
 	out := sink.Write(s, col, sink.Config{
-		Bucket: bucket, Prefix: prefix, Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
 		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
 		Format: "parquet", Shards: 3,
 	})
@@ -119,7 +131,7 @@ func catalogProps(t *testing.T, bucket string) iceberg.Properties {
 		"type": "sql", "uri": "file:" + filepath.Join(t.TempDir(), "catalog.db"),
 		"sql.driver": "sqlite", "sql.dialect": "sqlite",
 		"warehouse":                 "s3://" + bucket + "/lake",
-		icebergio.S3EndpointURL:     srv.Endpoint(),
+		icebergio.S3EndpointURL:     endpoint,
 		icebergio.S3Region:          s3test.Region,
 		icebergio.S3AccessKeyID:     s3test.AccessKey,
 		icebergio.S3SecretAccessKey: s3test.SecretKey,
@@ -411,7 +423,7 @@ func TestAppendRerun(t *testing.T) {
 		token := fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano())
 		p, s := beam.NewPipelineWithRoot()
 		files := sink.Write(s, beam.CreateList(s, events(0, 1200)), sink.Config{
-			Bucket: bucketName, Prefix: prefix, Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+			Bucket: bucketName, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
 			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 2,
 		})
 		beam.ParDo0(s, &resultsFn{Token: token}, Append(s, files, cfg))
@@ -433,4 +445,157 @@ func TestAppendRerun(t *testing.T) {
 		t.Errorf("%d snapshots, want 1", n)
 	}
 	wantIDs(t, cat, [2]int{0, 1200})
+}
+
+// A crash between the S3 commit and the table commit leaves committed files
+// that no snapshot names and no commit marker records; the rerun with the
+// same run id finds its files committed and appends them, once.
+func TestCrashBeforeTableCommit(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	cat := newCatalog(t, bucket)
+	tbl := openTable(t, cat)
+	recs := events(0, 700)
+	writeRun(t, tbl, "crashed", recs) // the table stage never ran
+	if n := len(snapshots(t, cat)); n != 0 {
+		t.Fatalf("%d snapshots before the table commit, want 0", n)
+	}
+	_, prefix, _ := tbl.RunFolder("crashed")
+	_, err := srv.Client(s3test.ClientOptions{}).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(tablemarker.Key(prefix, "global"))})
+	if err == nil {
+		t.Fatal("a commit marker exists for a run that never reached the table")
+	}
+	res, err := tbl.Commit(ctx, "crashed", "global", writeRun(t, tbl, "crashed", recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Added {
+		t.Errorf("the rerun: %+v, want its files appended", res)
+	}
+	if n := len(snapshots(t, cat)); n != 1 {
+		t.Errorf("%d snapshots, want 1", n)
+	}
+	wantIDs(t, cat, [2]int{0, 700})
+}
+
+// The table's metadata writes go through the sink's S3 settings (WithS3):
+// under a bucket policy that refuses object writes without SSE-KMS and
+// checks the expected bucket owner, a table made and appended to with the
+// sink's settings is refused nothing; without them, making the table is
+// refused.
+func TestMetadataWritesCarrySinkHeaders(t *testing.T) {
+	bucket := srv.Bucket(t)
+	base := sink.Config{Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
+	withPolicy := func(t *testing.T, cfg sink.Config) (context.Context, *s3fault.Policy) {
+		t.Helper()
+		ctx, err := WithS3(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := &s3fault.Policy{Owner: s3test.AccessKey, RequireEncryption: sink.EncryptionSSEKMS}
+		utils.GetAwsConfig(ctx).HTTPClient = pol
+		return ctx, pol
+	}
+
+	ctx, pol := withPolicy(t, base)
+	if _, err := Open(ctx, newCatalog(t, bucket), table.Identifier{"lake", "plain"}, reflect.TypeFor[event](), ""); err == nil {
+		t.Fatal("a table made without the sink's encryption settings was not refused by the bucket policy")
+	}
+	if len(pol.Refused()) == 0 {
+		t.Fatal("the policy refused nothing")
+	}
+
+	withSettings := base
+	withSettings.ExpectedBucketOwner, withSettings.Encryption = s3test.AccessKey, sink.EncryptionSSEKMS
+	ctx, pol = withPolicy(t, withSettings)
+	cat := newCatalog(t, bucket)
+	tbl, err := Open(ctx, cat, table.Identifier{"lake", "events"}, reflect.TypeFor[event](), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tbl.Commit(context.Background(), "owned", "global", writeRun(t, tbl, "owned", events(0, 300)))
+	if err != nil || !res.Added {
+		t.Fatalf("commit: %+v, %v", res, err)
+	}
+	if r := pol.Refused(); len(r) > 0 {
+		t.Errorf("the policy refused %v", r)
+	}
+	puts, owned := 0, 0
+	for _, h := range pol.Seen() {
+		if h.Get("x-amz-server-side-encryption") == sink.EncryptionSSEKMS {
+			puts++
+		}
+		if h.Get("x-amz-expected-bucket-owner") == s3test.AccessKey {
+			owned++
+		}
+	}
+	if puts < 3 || owned != len(pol.Seen()) {
+		t.Errorf("%d requests, %d with SSE-KMS, %d naming the owner: want the metadata, the manifests and the marker encrypted, every request naming the owner", len(pol.Seen()), puts, owned)
+	}
+	wantIDs(t, cat, [2]int{0, 300})
+}
+
+// Writers in parallel, each with its own catalog handle on one catalog
+// (as two processes would have): two attempts of the same run and two
+// other runs commit at once, several times over. Each run lands in exactly
+// one snapshot, the two attempts of a run agree on it, and the table holds
+// every record once.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	props := catalogProps(t, bucket)
+	props["uri"] += "?_pragma=busy_timeout(20000)"
+	handle := func() *Table {
+		cat, err := catalog.Load(ctx, "s3once-test", props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openTable(t, cat)
+	}
+	a, b := handle(), handle()
+	type job struct {
+		tbl   *Table
+		run   string
+		files []sink.FileResult
+	}
+	var jobs []job
+	var ranges [][2]int
+	for i := range 3 {
+		shared := fmt.Sprintf("shared-%d", i)
+		sf := writeRun(t, a, shared, events(i*10_000, 200))
+		of := writeRun(t, b, fmt.Sprintf("other-%d", i), events(i*10_000+5_000, 100))
+		jobs = append(jobs, job{a, shared, sf}, job{b, shared, sf}, job{b, fmt.Sprintf("other-%d", i), of})
+		ranges = append(ranges, [2]int{i * 10_000, 200}, [2]int{i*10_000 + 5_000, 100})
+	}
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { results[i], errs[i] = j.tbl.Commit(ctx, j.run, "global", j.files) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d (run %s): %v", i, jobs[i].run, err)
+		}
+	}
+	for i := 0; i < len(jobs); i += 3 {
+		x, y := results[i], results[i+1]
+		if x.SnapshotID != y.SnapshotID || x.Added == y.Added {
+			t.Errorf("run %s: the attempts %+v and %+v, want one added and both naming its snapshot", jobs[i].run, x, y)
+		}
+	}
+	cat, err := catalog.Load(ctx, "s3once-test", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := snapshots(t, cat)
+	seen := map[string]int{}
+	for _, s := range snaps {
+		seen[s.Summary.Properties[PropRunID]]++
+	}
+	if len(snaps) != 6 || len(seen) != 6 {
+		t.Errorf("%d snapshots of runs %v, want one for each of the 6 runs", len(snaps), seen)
+	}
+	wantIDs(t, cat, ranges...)
 }
