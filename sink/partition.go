@@ -78,19 +78,11 @@ func (e *PartitionChangedError) Unwrap() error { return ErrPartitionChanged }
 // partitionOf is a file's partition.
 type partitionOf struct{ destination, window string }
 
-// isRunFile reports whether key, a file name of the partition, has this
-// run's extension: the name's file index (digits) is followed by ext alone.
-// A name of another extension (a foreign object named like s3once's files,
-// or another format's, which the settings marker refuses) is not a file
-// of the partition for this run.
-func isRunFile(key, ext string) bool {
-	rest, ok := strings.CutSuffix(key, ext)
-	return ok && rest != "" && rest[len(rest)-1] >= '0' && rest[len(rest)-1] <= '9'
-}
-
 // checkPartitions lists every partition the run writes and refuses the run
 // if any holds a file of this run's extension that the run does not
-// produce. One listing per partition (a call per 1,000 keys), 16 at once.
+// produce. A name of another extension (a foreign object named like
+// s3once's files, or another format's, which the settings marker refuses)
+// is not a file of the partition for this run (ownkeys.HasFileExt). One listing per partition (a call per 1,000 keys), 16 at once.
 func (f *barrierFn) checkPartitions(ctx context.Context, all []*barrierFile) error {
 	mine := make(map[string]bool, len(all))
 	parts := map[partitionOf]bool{}
@@ -107,7 +99,7 @@ func (f *barrierFn) checkPartitions(ctx context.Context, all []*barrierFile) err
 			e := &PartitionChangedError{Bucket: f.S.Bucket, Prefix: f.S.Prefix, Destination: pt.destination, Window: pt.window, Done: settingsRefusedDone}
 			err := f.c.List(gctx, f.S.Bucket, ownkeys.PartitionFilePrefix(f.S.Prefix, pt.destination, pt.window), func(page []committer.Object) error {
 				for _, o := range page {
-					if mine[o.Key] || !ownkeys.IsPartitionFile(f.S.Prefix, pt.destination, pt.window, o.Key) || !isRunFile(o.Key, f.Ext) {
+					if mine[o.Key] || !ownkeys.IsPartitionFile(f.S.Prefix, pt.destination, pt.window, o.Key) || !ownkeys.HasFileExt(o.Key, f.Ext) {
 						continue
 					}
 					if len(e.Keys) < shownKeys {
