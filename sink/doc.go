@@ -374,9 +374,20 @@
 // Shards, MaxFileBytes, MaxFileRecords, Parquet.Compression,
 // Parquet.RowGroupBytes, Parquet.RowGroupRecords and the parquet-go
 // version; not on CheckpointBytes, CheckpointInterval or where checkpoints
-// and crashes fell. The footer's created_by is the fixed string
-// "s3once version 1 (build parquet-go v0.32.0)", and no key-value metadata
-// or time is written.
+// and crashes fell. The footer's created_by is a fixed string, "s3once
+// version 2 (build parquet-go v0.32.0)" (version 1 for output version 1),
+// and no key-value metadata or time is written.
+//
+// Statistics of string and []byte columns are bounded in output version 2,
+// so that long values do not bloat the file: a chunk's min and max in the
+// footer are at most 64 bytes (a min cut to a prefix, a max cut and
+// raised by one in its last byte, or its last character for UTF-8, so both
+// still bound the values; where no such max exists, as for a prefix of
+// 0xff bytes, the chunk has no min and max), pages carry no statistics in
+// their headers, and the page index keeps bounds of at most 16 bytes.
+// Readers prune row groups by the footer and pages by the page index. With
+// one 1 MiB string per row group, version 1's footer held 6 MB of
+// statistics, version 2's 4 KB. Version 1 keeps whole values.
 //
 // Memory: a worker holds, per Parquet file it writes, the open row group's
 // pages (compressed) and parquet-go's page buffers (256 KiB per column), on

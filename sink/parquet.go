@@ -24,11 +24,15 @@ const (
 	MaxRowGroupBytes = MaxMaxBatchBytes
 )
 
-// parquetCreatedBy is the created_by string of every file's footer. It is
-// fixed here, not taken from the library's build information, so that a
-// file's bytes do not depend on how the program was built. Change it with
-// the library's version: a new version may encode other bytes anyway.
-const parquetCreatedBy = "s3once version 1 (build parquet-go v0.32.0)"
+// parquetCreatedBy is the created_by string of every file's footer, by
+// output version. It is fixed here, not taken from the library's build
+// information, so that a file's bytes do not depend on how the program was
+// built. Change it with the library's version: a new version may encode
+// other bytes anyway.
+var parquetCreatedBy = map[int]string{
+	1: "s3once version 1 (build parquet-go v0.32.0)",
+	2: "s3once version 2 (build parquet-go v0.32.0)",
+}
 
 // ParquetOptions are the settings of Format "parquet" (Config.Parquet). Zero
 // values mean the defaults. Every one of them changes a file's bytes.

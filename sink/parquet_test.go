@@ -456,8 +456,9 @@ type pqEventX struct {
 // checkParquetFile reads file with xitongsys/parquet-go, a Parquet
 // implementation other than the writer's, and checks every record field by
 // field against want (in the file's order), the footer's row groups and
-// their row counts, and the statistics of the ID and Score columns.
-func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups int) {
+// their row counts, the statistics of the ID and Score columns, and the
+// created_by of the output version.
+func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups, version int) {
 	t.Helper()
 	pr, err := xreader.NewParquetReader(newBytesFile(file), new(pqEventX), 1)
 	if err != nil {
@@ -465,8 +466,8 @@ func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups int) 
 	}
 	defer pr.ReadStop()
 	ft := pr.Footer
-	if ft.GetCreatedBy() != parquetCreatedBy {
-		t.Errorf("created_by %q, want %q", ft.GetCreatedBy(), parquetCreatedBy)
+	if ft.GetCreatedBy() != parquetCreatedBy[version] {
+		t.Errorf("created_by %q, want %q", ft.GetCreatedBy(), parquetCreatedBy[version])
 	}
 	if ft.NumRows != int64(len(want)) || pr.GetNumRows() != int64(len(want)) {
 		t.Fatalf("footer says %d rows, want %d", ft.NumRows, len(want))
@@ -594,7 +595,7 @@ func TestParquetIndependentReader(t *testing.T) {
 				if tc.opts.RowGroupBytes > 0 {
 					groups = pqGroupsByBytes(b.Lines, tc.opts.RowGroupBytes)
 				}
-				checkParquetFile(t, v, want, groups)
+				checkParquetFile(t, v, want, groups, LatestOutputVersion)
 			}
 		})
 	}
@@ -643,7 +644,7 @@ func TestParquetAcrossCheckpoints(t *testing.T) {
 	var refKey string
 	for k, v := range refObjs {
 		refKey = k
-		checkParquetFile(t, v, want, pqGroupsByBytes(b.Lines, 8<<10))
+		checkParquetFile(t, v, want, pqGroupsByBytes(b.Lines, 8<<10), LatestOutputVersion)
 	}
 
 	for _, tc := range []struct {
@@ -715,6 +716,6 @@ func TestParquetPipeline(t *testing.T) {
 		t.Fatalf("%d files, want 1", len(objs))
 	}
 	for _, v := range objs {
-		checkParquetFile(t, v, sortedEvents(t, events), 3)
+		checkParquetFile(t, v, sortedEvents(t, events), 3, LatestOutputVersion)
 	}
 }
