@@ -13,7 +13,7 @@ import (
 
 // encodeParquet writes events as one Parquet file of the output version
 // through the writer's encoder, and returns the file.
-func encodeParquet(t *testing.T, version int, events []pqEvent) []byte {
+func encodeParquet(t testing.TB, version int, events []pqEvent) []byte {
 	t.Helper()
 	s := pqSettings(t, "bucket-a", "stats", func(c *Config) { c.OutputVersion = version; c.Parquet.RowGroupRecords = 2 })
 	p, err := newParquetWriters(s)
@@ -176,22 +176,7 @@ func FuzzBoundFooterStats(f *testing.F) {
 	f.Add([]byte("\x15\x00\x05\x00\x00\x00PAR1"))
 	events := pqEvents(3, 1)
 	events[0].Name = strings.Repeat("x", 300)
-	s := pqSettings(f, "bucket-a", "fuzz", func(c *Config) { c.OutputVersion = 1 })
-	p, err := newParquetWriters(s)
-	if err != nil {
-		f.Fatal(err)
-	}
-	var out bytes.Buffer
-	w := p.start(&out)
-	for _, line := range pqBatch(f, events).Lines {
-		if err := w.write(line); err != nil {
-			f.Fatal(err)
-		}
-	}
-	if err := w.finish(); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(out.Bytes())
+	f.Add(encodeParquet(f, 1, events))
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		got, err := boundFooterStats(tail, 8)
 		if err == nil && !bytes.HasSuffix(got, []byte("PAR1")) {
