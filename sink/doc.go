@@ -378,6 +378,17 @@
 // version 2 (build parquet-go v0.32.0)" (version 1 for output version 1),
 // and no key-value metadata or time is written.
 //
+// Slices (other than []byte) are written, in output version 2, as the
+// standard three-level LIST: a group annotated LIST holding a repeated group
+// "list" of one field "element", which Iceberg requires and Spark, Trino,
+// Athena and DuckDB read as lists. The writer derives, from the element
+// type, a type with the same fields and the `list` tag on every slice
+// (nested structs alike), decodes each record into it and hands that to
+// parquet-go; the row encoding, and so the shard, the sort and the file
+// sizes, are those of the element type. Version 1 writes bare repeated
+// fields unless the field has the `list` tag. A nil and an empty slice are
+// both an empty list in the file.
+//
 // Statistics of string and []byte columns are bounded in output version 2,
 // so that long values do not bloat the file: a chunk's min and max in the
 // footer are at most 64 bytes (a min cut to a prefix, a max cut and

@@ -118,6 +118,27 @@ func (s *settings) bindParquetRow(t reflect.Type) {
 	}
 }
 
+// parquetRowType is the type the writer decodes records into and derives
+// the file's schema from: the element type in output version 1, its list
+// type (listType) from version 2 on. It checks that type's schema.
+func (s settings) parquetRowType() (reflect.Type, error) {
+	if s.Parquet == nil || s.Parquet.Row == nil || s.Parquet.Row.T == nil {
+		return nil, errors.New("the pipeline was built without the Parquet element type")
+	}
+	t := s.Parquet.Row.T
+	if s.OutputVersion >= 2 {
+		lt, err := listType(t)
+		if err != nil {
+			return nil, err
+		}
+		t = lt
+	}
+	if _, err := parquetSchema(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // Parquet writes Go structs as Apache Parquet files, with
 // github.com/parquet-go/parquet-go; see the package documentation's
 // "Parquet" section for the schema, the row encoding and what makes the

@@ -50,11 +50,15 @@ func newParquetWriters(s settings) (*parquetWriters, error) {
 	if s.Parquet.Row == nil || s.Parquet.Row.T == nil {
 		return nil, errors.New("the pipeline was built without the Parquet element type")
 	}
-	codec, err := parquetRowCodec(s.Parquet.Row.T)
+	row, err := s.parquetRowType()
 	if err != nil {
 		return nil, err
 	}
-	schema, err := parquetSchema(s.Parquet.Row.T)
+	codec, err := parquetRowCodec(row)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := parquetSchema(row)
 	if err != nil {
 		return nil, err
 	}

@@ -443,14 +443,73 @@ type pqEventX struct {
 		Country string `parquet:"name=Country, type=BYTE_ARRAY, convertedtype=UTF8"`
 		Zip     int32  `parquet:"name=Zip, type=INT32"`
 	} `parquet:"name=Nested"`
-	Opt   *int32 `parquet:"name=Opt, type=INT32, repetitiontype=OPTIONAL"`
-	Items []struct {
-		SKU string `parquet:"name=SKU, type=BYTE_ARRAY, convertedtype=UTF8"`
-		Qty int32  `parquet:"name=Qty, type=INT32, convertedtype=UINT_32"`
-	} `parquet:"name=Items, repetitiontype=REPEATED"`
-	Flag  bool  `parquet:"name=Flag, type=BOOLEAN"`
-	Small int32 `parquet:"name=Small, type=INT32, convertedtype=INT_8"`
-	U     int32 `parquet:"name=U, type=INT32, convertedtype=UINT_16"`
+	Opt   *int32    `parquet:"name=Opt, type=INT32, repetitiontype=OPTIONAL"`
+	Items []pqItemX `parquet:"name=Items, repetitiontype=REPEATED"`
+	Flag  bool      `parquet:"name=Flag, type=BOOLEAN"`
+	Small int32     `parquet:"name=Small, type=INT32, convertedtype=INT_8"`
+	U     int32     `parquet:"name=U, type=INT32, convertedtype=UINT_16"`
+}
+
+type pqItemX struct {
+	SKU string `parquet:"name=SKU, type=BYTE_ARRAY, convertedtype=UTF8"`
+	Qty int32  `parquet:"name=Qty, type=INT32, convertedtype=UINT_32"`
+}
+
+// pqEventListX is pqEventX as output version 2 writes it: the slices as
+// three-level LISTs.
+type pqEventListX struct {
+	ID     int64    `parquet:"name=ID, type=INT64"`
+	Name   string   `parquet:"name=Name, type=BYTE_ARRAY, convertedtype=UTF8"`
+	Score  float64  `parquet:"name=Score, type=DOUBLE"`
+	Ratio  float32  `parquet:"name=Ratio, type=FLOAT"`
+	At     int64    `parquet:"name=At, type=INT64"`
+	Seen   *int64   `parquet:"name=Seen, type=INT64, repetitiontype=OPTIONAL"`
+	Tags   []string `parquet:"name=Tags, type=MAP, convertedtype=LIST, valuetype=BYTE_ARRAY, valueconvertedtype=UTF8"`
+	Blob   string   `parquet:"name=Blob, type=BYTE_ARRAY"`
+	Nested struct {
+		Country string `parquet:"name=Country, type=BYTE_ARRAY, convertedtype=UTF8"`
+		Zip     int32  `parquet:"name=Zip, type=INT32"`
+	} `parquet:"name=Nested"`
+	Opt   *int32    `parquet:"name=Opt, type=INT32, repetitiontype=OPTIONAL"`
+	Items []pqItemX `parquet:"name=Items, type=MAP, convertedtype=LIST"`
+	Flag  bool      `parquet:"name=Flag, type=BOOLEAN"`
+	Small int32     `parquet:"name=Small, type=INT32, convertedtype=INT_8"`
+	U     int32     `parquet:"name=U, type=INT32, convertedtype=UINT_16"`
+}
+
+// pqSchemaX is the independent reader's schema of an output version's files.
+func pqSchemaX(version int) any {
+	if version >= 2 {
+		return new(pqEventListX)
+	}
+	return new(pqEventX)
+}
+
+// readParquetX reads every record of file with the independent reader, in
+// the dialect of the output version.
+func readParquetX(t testing.TB, file []byte, n, version int) []pqEventX {
+	t.Helper()
+	pr, err := xreader.NewParquetReader(newBytesFile(file), pqSchemaX(version), 1)
+	if err != nil {
+		t.Fatalf("independent reader: %v", err)
+	}
+	defer pr.ReadStop()
+	if version < 2 {
+		got := make([]pqEventX, n)
+		if err := pr.Read(&got); err != nil {
+			t.Fatalf("independent reader: %v", err)
+		}
+		return got
+	}
+	lists := make([]pqEventListX, n)
+	if err := pr.Read(&lists); err != nil {
+		t.Fatalf("independent reader: %v", err)
+	}
+	got := make([]pqEventX, n)
+	for i, l := range lists {
+		got[i] = pqEventX(l)
+	}
+	return got
 }
 
 // checkParquetFile reads file with xitongsys/parquet-go, a Parquet
@@ -460,7 +519,7 @@ type pqEventX struct {
 // created_by of the output version.
 func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups, version int) {
 	t.Helper()
-	pr, err := xreader.NewParquetReader(newBytesFile(file), new(pqEventX), 1)
+	pr, err := xreader.NewParquetReader(newBytesFile(file), pqSchemaX(version), 1)
 	if err != nil {
 		t.Fatalf("independent reader: %v", err)
 	}
@@ -516,7 +575,7 @@ func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups, vers
 					t.Errorf("row group %d: Seen null count %v, want %d", g, st, nulls)
 				}
 			}
-			if md.NumValues < int64(n) && path != "Tags" && path != "Items.SKU" && path != "Items.Qty" {
+			if md.NumValues < int64(n) && !strings.HasPrefix(path, "Tags.") && path != "Tags" && !strings.HasPrefix(path, "Items.") {
 				t.Errorf("row group %d: column %s has %d values for %d rows", g, path, md.NumValues, n)
 			}
 		}
@@ -525,10 +584,7 @@ func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups, vers
 	if first != len(want) {
 		t.Fatalf("row groups hold %d rows, want %d", first, len(want))
 	}
-	got := make([]pqEventX, len(want))
-	if err := pr.Read(&got); err != nil {
-		t.Fatalf("independent reader: %v", err)
-	}
+	got := readParquetX(t, file, len(want), version)
 	for i, w := range want {
 		g := got[i]
 		eq := g.ID == w.ID && g.Name == w.Name && math.Float64bits(g.Score) == math.Float64bits(w.Score) &&
