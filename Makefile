@@ -15,7 +15,7 @@ TOXIPROXY := $(BIN)/toxiproxy-server
 BENCHSTAT := $(BIN)/benchstat
 export S3ONCE_BIN := $(BIN)
 
-.PHONY: test tools vet run bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
+.PHONY: test tools vet run server bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
 
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
 
@@ -36,21 +36,34 @@ vet:
 	$(GO) mod download
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags $(MUTANT_TAG) ./...
 
 # The sink's tests of bundle finalization on the embedded runner run a second
 # time without the race detector: race-enabled builds never ask for bundle
 # finalization (Beam Go's FinalizeBundle handler races; see
 # sink/finalize_race.go), so those tests skip themselves under -race.
+#
+# The mutation tests put past bugs back through internal/mutant's switches,
+# which exist only in builds with the s3once_mutant tag (shipped binaries
+# carry none): a second pass builds the packages that hold such tests with
+# the tag and runs only those tests. Integration tests build their child
+# programs with the tag for a mutant run and switch the bug on through
+# S3ONCE_MUTANT.
+MUTANT_TAG := s3once_mutant
 test: tools vet
 	$(GO) test -race -timeout 30m ./...
-	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults' ./sink/
+	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun|TestFinalizeMode' ./sink/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/explore/ ./integration/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.
 FUZZTIME ?= 30s
 CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
 SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch FuzzDecodeSettings FuzzUnpack FuzzBoundFooterStats
-OWNKEYS_FUZZ := FuzzKeys
+OWNKEYS_FUZZ := FuzzKeys FuzzPartitionKeys
+MANIFEST_FUZZ := FuzzDecodeManifest FuzzEncodeManifest
+SETTINGSMARKER_FUZZ := FuzzDecodeSettingsMarker
 
 fuzz:
 	set -e; for f in $(CODER_FUZZ); do \
@@ -59,6 +72,10 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./sink/; \
 	done; for f in $(OWNKEYS_FUZZ); do \
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/ownkeys/; \
+	done; for f in $(MANIFEST_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/manifest/; \
+	done; for f in $(SETTINGSMARKER_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/settingsmarker/; \
 	done
 
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a
@@ -75,8 +92,9 @@ BENCH_OUT := bench-out
 bench: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
 	$(GO) run ./bench/cmd/benchrounds -plan full -bin $(BENCH_OUT)/bench.test -dir bench \
-		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and both ceilings, in separate processes
 # and in turns within one, and its memory, in 12 rounds: about 33 minutes on 2
@@ -91,8 +109,9 @@ bench-stream: $(VERSITYGW) $(BENCHSTAT)
 bench-quick: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/quick
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
 	$(GO) run ./bench/cmd/benchrounds -plan quick -bin $(BENCH_OUT)/bench.test -dir bench \
-		-out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
 
 # The scale curve: pipeline time and the sink's own live heap at 1e5, 1e6
 # and 1e7 records and 1, 4 and 16 shards, and the stream's time per GiB and
@@ -110,29 +129,68 @@ bench-scale: $(VERSITYGW)
 	$(GO) run ./bench/cmd/benchrounds -plan scale -grid $(SCALE_GRID) -bin $(BENCH_OUT)/bench.test \
 		-dir bench -out $(BENCH_OUT)
 
+# build PKG,OUT builds the main package PKG into OUT. When many packages
+# need compiling (the first build compiles Apache Beam's Go SDK), it says so
+# first, with how long that takes, and shows a progress line: a count on a
+# terminal, a line every 100 packages elsewhere. Compiler errors pass as
+# they are.
+define build
+	@set -o pipefail; mkdir -p $(dir $(2)); \
+	n=$$($(GO) list $(3) -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' $(1) | grep -c . || true); \
+	if [ "$$n" -gt 50 ]; then \
+		echo "building $(1): $$n packages to compile, Apache Beam's Go SDK among them; the first build takes about 5 minutes on 2 free cores, later ones seconds"; \
+	fi; \
+	$(GO) build $(3) -v -o $(2) $(1) 2>&1 | awk -v n="$$n" -v tty="$$([ -t 1 ] && echo 1)" ' \
+		/^[A-Za-z0-9_.~\/-]+$$/ { i++; \
+			if (n <= 50) next; \
+			if (tty) printf "\r\033[K  compiled %d of %d packages", i, n; \
+			else if (i % 100 == 0) printf "  compiled %d of %d packages\n", i, n; \
+			fflush(); next } \
+		{ print } \
+		END { if (tty && n > 50) printf "\r\033[K" }'
+endef
+
 # Start a local S3 server (data in .s3data/), run the batch example through
 # sink.Write on the embedded runner, print the summary, stop the server.
 # FORMAT=parquet writes Parquet files instead of gzip JSON Lines (under
-# corpus-parquet/) and reads them back.
+# corpus-parquet/) and reads them back. FORMAT=iceberg builds the runner with
+# -tags iceberg (the default build links no Iceberg) and appends the Parquet
+# files to the table lake.corpus (a SQLite catalog in .s3data/), printing
+# the snapshot and row counts.
 FORMAT ?= jsonl
+ICEBERG_TAGS := $(if $(filter iceberg,$(FORMAT)),-tags iceberg)
+ICEBERG_SUFFIX := $(if $(filter iceberg,$(FORMAT)),-iceberg)
 run: $(VERSITYGW)
-	$(GO) run ./cmd/s3once-run -format $(FORMAT)
+	$(call build,./cmd/s3once-run,.build/s3once-run$(ICEBERG_SUFFIX),$(ICEBERG_TAGS))
+	.build/s3once-run$(ICEBERG_SUFFIX) -format $(FORMAT)
 
-# The integration crash loops, 100 times over (make test runs 5).
+# Start the local S3 server for a program of your own: on
+# http://127.0.0.1:7070, data in .s3data/, with the bucket demo; it prints the
+# lines to export and the endpoint, and stops on Ctrl-C.
+server: $(VERSITYGW)
+	$(call build,./cmd/s3once-run,.build/s3once-run)
+	.build/s3once-run -serve
+
+# The integration crash loops, 100 times over (make test runs 5), and the
+# worker-kill loop on the job server (TestWorkerKillLoop), 20 times over
+# (make test runs 3).
 SOAK_LOOPS ?= 100
+SOAK_WORKER_KILL_LOOPS ?= 20
 soak: tools
-	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) $(GO) test -race -timeout 4h -run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath' -v ./integration/
+	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
+		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 
 # The explorer's wide bounds (internal/explore): two faults per schedule on
 # one file and on the two-file workload, release orders within a preemption
 # bound of 2; each test prints how many schedules it explored within which
 # bounds. In-memory S3 and fake time: no server, no tools. make test runs
-# the quick bounds. About 6 minutes on 2 cores (internal/explore).
+# the quick bounds. About 6 minutes on 2 cores (internal/explore). Built
+# with the mutant tag, so that the mutants' searches run too.
 explore:
-	S3ONCE_EXPLORE=wide $(GO) test -count=1 -timeout 4h -run '^TestExplore' -v ./internal/explore/
+	S3ONCE_EXPLORE=wide $(GO) test -count=1 -tags $(MUTANT_TAG) -timeout 4h -run '^(TestExplore|TestMutant)' -v ./internal/explore/
 
 clean:
-	rm -rf $(BIN) .s3data bench-out
+	rm -rf $(BIN) .s3data .build bench-out
 
 # The opt-in smoke test against real AWS (it reaches the internet). It runs
 # only when the environment names the buckets and the region; otherwise it

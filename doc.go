@@ -16,6 +16,6 @@
 //   - Telling failures apart after a runner turned them into text: package
 //     errcode (stable codes in the messages, one parser).
 //
-// The README gives the guarantees, their limits and the test that proves
-// each.
+// The README is the first hour; docs/guarantees.md gives the guarantees and
+// their limits, and docs/testing.md the test that proves each.
 package s3once

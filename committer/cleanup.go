@@ -41,7 +41,7 @@ func (c *Committer) deleteSideObjects(ctx context.Context, cr recoverable.Commit
 	if err != nil {
 		return n, fmt.Errorf("delete side objects under %s: %w", prefix, err)
 	}
-	if _, err := c.purgeVersions(ctx, cr.Bucket, prefix, func(k string) bool { return ownkeys.IsSideObjectOf(staging, cr.UploadID, k) }, false); err != nil {
+	if _, err := c.purgeVersions(ctx, cr.Bucket, prefix, func(k string) bool { return ownkeys.IsSideObjectOf(staging, cr.UploadID, k) }, false, nil); err != nil {
 		return n, err
 	}
 	return n, nil

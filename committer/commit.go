@@ -420,7 +420,7 @@ func (c *Committer) completeInput(cr recoverable.CommitRecoverable, parts []reco
 	}
 	return s3call.CompleteInput(s3call.Completion{
 		Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID, Parts: cp,
-		Size: cr.Size(), CRC: cr.CRC(), Checksums: useCRC, IfNoneMatch: !c.opts.AllowUnconditional,
+		Size: cr.Size(), CRC: cr.CRC(), Checksums: useCRC, IfNoneMatch: !c.opts.AllowUnconditional && !mutNoIfNoneMatch(),
 	})
 }
 

@@ -50,15 +50,21 @@ func describe(size int64, crc uint64) string {
 	return fmt.Sprintf("%d bytes with CRC64NVME %016x", size, crc)
 }
 
-// lookup finds out what the key holds: HEAD, and where the server gives no
-// full-object CRC64NVME for an object of the right size, a read-back.
+// lookup finds out what the token's key holds (lookupKey).
 func (c *Committer) lookup(ctx context.Context, cr recoverable.CommitRecoverable) (found, error) {
+	return c.lookupKey(ctx, cr.Bucket, cr.Key, cr.Size())
+}
+
+// lookupKey finds out what the key holds: HEAD, and where the server gives
+// no full-object CRC64NVME for an object of size bytes, a read-back (size
+// < 0: never).
+func (c *Committer) lookupKey(ctx context.Context, bucket, key string, size int64) (found, error) {
 	for n := 1; ; n++ {
-		f, err := c.head(ctx, cr.Bucket, cr.Key)
-		if err != nil || !f.exists || f.haveCRC || f.size != cr.Size() {
+		f, err := c.head(ctx, bucket, key)
+		if err != nil || !f.exists || f.haveCRC || f.size != size || size < 0 {
 			return f, err
 		}
-		f, err = c.readBack(ctx, cr, f)
+		f, err = c.readBack(ctx, bucket, key, size, f)
 		if errors.Is(err, errChanged) && n < c.opts.MaxAttempts {
 			continue // the object was replaced between HEAD and GET: look again
 		}
@@ -92,8 +98,8 @@ var errChanged = errors.New("object changed while being read back")
 // readBack reads the object HEAD saw (If-Match its ETag) and computes its
 // CRC64NVME, streaming. A failed read starts over, up to MaxAttempts times.
 // It is bounded by ctx only, not by the per-call timeout.
-func (c *Committer) readBack(ctx context.Context, cr recoverable.CommitRecoverable, f found) (found, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key)}
+func (c *Committer) readBack(ctx context.Context, bucket, key string, limit int64, f found) (found, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	if f.etag != "" {
 		in.IfMatch = aws.String(f.etag)
 	}
@@ -116,7 +122,7 @@ func (c *Committer) readBack(ctx context.Context, cr recoverable.CommitRecoverab
 			last = err
 			continue
 		}
-		size, crc, err := crcOf(out.Body, buf, cr.Size())
+		size, crc, err := crcOf(out.Body, buf, limit)
 		_ = out.Body.Close()
 		if err != nil {
 			if !IsRetryable(err) || ctx.Err() != nil {

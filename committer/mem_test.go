@@ -41,7 +41,10 @@ var fakeTests = []struct {
 	{"SweepRemovesExactlyTheStale", TestSweepRemovesExactlyTheStale},
 	{"SweepOlderThanByServerClock", TestSweepOlderThanByServerClock},
 	{"SweepRefusesBadOptions", TestSweepRefusesBadOptions},
+	{"SweepLeavesForeignUploadsNamedLikeFiles", TestSweepLeavesForeignUploadsNamedLikeFiles},
+	{"SweepWithoutOrWithBadMarker", TestSweepWithoutOrWithBadMarker},
 	{"SweepWarnsAboutLifecycleRules", TestSweepWarnsAboutLifecycleRules},
+	{"ListUploads", TestListUploads},
 }
 
 const fakePrefix = "TestOnFake/"

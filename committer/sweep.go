@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/recoverable"
 	"golang.org/x/sync/errgroup"
 )
@@ -78,6 +79,32 @@ type SweepOptions struct {
 	// Progress, if set, is called with the report so far after each page of
 	// listings; it runs on the sweeping goroutine and must return quickly.
 	Progress func(SweepReport)
+	// Stale, if set, is called once for each stale item, in a dry run as in
+	// a real sweep, whether or not its removal then succeeds. Calls never
+	// overlap; each must return quickly.
+	Stale func(SweepItem)
+}
+
+// SweepItem is one stale thing a sweep found: an upload, a side object or
+// probe, or an old version of one.
+type SweepItem struct {
+	// Kind is "upload", "side object" or "old version".
+	Kind string
+	Key  string
+	// UploadID names an upload; VersionID an old version ("" for others).
+	UploadID, VersionID string
+	// Bytes: an upload's parts, an object's size (0 for a delete marker).
+	Bytes int64
+	// Time: when an upload was initiated or an object last modified (zero
+	// for an old version).
+	Time time.Time
+}
+
+// stale reports item to so.Stale, if set.
+func (so SweepOptions) stale(item SweepItem) {
+	if so.Stale != nil {
+		so.Stale(item)
+	}
 }
 
 // SweepCounts count one kind of thing a sweep looked at.
@@ -178,11 +205,16 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 	// preflight leaves under the staging prefix when killed.
 	// The staging folder may lie inside the output's (below a hidden
 	// segment, or with WholeBucket): its uploads are the second pass's.
+	ext, err := c.folderExt(ctx, so)
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", where, err)
+	}
 	fileUpload := func(key string) (own, skip bool) {
 		if ownkeys.Under(so.StagingPrefix, key) {
 			return false, true
 		}
-		return ownkeys.IsFileName(so.Prefix, key) || ownkeys.IsOutputProbe(so.Prefix, key), false
+		file := ownkeys.IsFileName(so.Prefix, key) && (ext == "" || ownkeys.HasFileExt(key, ext))
+		return file || ownkeys.IsOutputProbe(so.Prefix, key), false
 	}
 	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.Prefix), fileUpload, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
@@ -302,6 +334,7 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 				mu.Lock()
 				defer mu.Unlock()
 				rep.Uploads.Bytes += bytes
+				so.stale(SweepItem{Kind: "upload", Key: aws.ToString(u.Key), UploadID: aws.ToString(u.UploadId), Bytes: bytes, Time: aws.ToTime(u.Initiated)})
 				if removed {
 					rep.Uploads.Removed++
 				}
@@ -377,6 +410,7 @@ func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *
 			rep.SideObjects.Stale++
 			rep.SideObjects.Bytes += o.size
 			stale = append(stale, o.key)
+			so.stale(SweepItem{Kind: "side object", Key: o.key, Bytes: o.size, Time: o.modified})
 		}
 		if !so.DryRun && len(stale) > 0 {
 			n, err := c.deleteKeys(ctx, so.Bucket, stale)
@@ -510,4 +544,31 @@ func rulePrefix(r types.LifecycleRule) string {
 func overlaps(rule, folder string) bool {
 	f := ownkeys.Folder(folder)
 	return strings.HasPrefix(rule, f) || strings.HasPrefix(f, rule)
+}
+
+// folderExt is the extension of the folder's files, from its settings
+// marker's file-names setting: an upload named like an s3once file but
+// ending otherwise (a user's "...-file-00099.jsonl.gz.other") is not the
+// sink's, and the sweep leaves it. "" where the folder has no marker yet (an
+// earlier release's folder, or a first run that stopped before writing it):
+// then any name of the file-name shape is taken for the sink's.
+func (c *Committer) folderExt(ctx context.Context, so SweepOptions) (string, error) {
+	key := ownkeys.SettingsKey(so.Prefix)
+	body, found, err := c.ReadObject(ctx, so.Bucket, key, settingsmarker.MaxBytes+1)
+	if err != nil {
+		return "", fmt.Errorf("read the settings marker s3://%s/%s, which names the files' extension (the sweep needs s3:GetObject on it; check the credentials and run again): %w", so.Bucket, key, err)
+	}
+	if !found {
+		return "", nil
+	}
+	fp, err := settingsmarker.Decode(body)
+	if err != nil {
+		return "", fmt.Errorf("the settings marker s3://%s/%s does not decode, so the sweep cannot tell the sink's uploads from others named like them: written by a later s3once (sweep with a newer one) or damaged: %w", so.Bucket, key, err)
+	}
+	names, _ := fp.Get("file-names")
+	ext, ok := ownkeys.FileNamesExt(names)
+	if !ok {
+		return "", fmt.Errorf("the settings marker s3://%s/%s names files %q, a template this s3once does not know, so the sweep cannot tell the sink's uploads from others named like them: sweep with a newer s3once", so.Bucket, key, names)
+	}
+	return ext, nil
 }

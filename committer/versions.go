@@ -38,7 +38,8 @@ type versionCounts struct {
 // delete markers of keys own accepts; current versions are never touched
 // (the caller deletes those it means to, which makes them noncurrent). Keys
 // own refuses are never touched either, whatever their versions. A dry run
-// counts and removes nothing. Without Options.Versioned it does nothing.
+// counts and removes nothing. found, if set, is told of each version to
+// remove. Without Options.Versioned it does nothing.
 //
 // The listing returns a key's versions newest first, possibly over several
 // pages; each page's versions are removed before the next is read. A delete
@@ -46,7 +47,7 @@ type versionCounts struct {
 // again for a moment, until its own turn comes; if the purge stops between
 // the two (a crash, an error), that side object shows again and the next
 // sweep removes it. Nothing outside s3once's keys can be affected.
-func (c *Committer) purgeVersions(ctx context.Context, bucket, prefix string, own func(key string) bool, dryRun bool) (versionCounts, error) {
+func (c *Committer) purgeVersions(ctx context.Context, bucket, prefix string, own func(key string) bool, dryRun bool, found func(SweepItem)) (versionCounts, error) {
 	var n versionCounts
 	if !c.opts.Versioned {
 		return n, nil
@@ -70,12 +71,18 @@ func (c *Committer) purgeVersions(ctx context.Context, bucket, prefix string, ow
 			}
 			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
 			n.bytes += aws.ToInt64(v.Size)
+			if found != nil {
+				found(SweepItem{Kind: "old version", Key: aws.ToString(v.Key), VersionID: aws.ToString(v.VersionId), Bytes: aws.ToInt64(v.Size)})
+			}
 		}
 		for _, m := range out.DeleteMarkers {
 			if m.VersionId == nil || !own(aws.ToString(m.Key)) {
 				continue
 			}
 			ids = append(ids, types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
+			if found != nil {
+				found(SweepItem{Kind: "old version", Key: aws.ToString(m.Key), VersionID: aws.ToString(m.VersionId)})
+			}
 		}
 		n.stale += len(ids)
 		if !dryRun && len(ids) > 0 {
@@ -135,7 +142,7 @@ func (c *Committer) deleteVersions(ctx context.Context, bucket string, ids []typ
 // so the output prefix holds no old versions of s3once's to remove.
 func (c *Committer) sweepVersions(ctx context.Context, so SweepOptions, rep *SweepReport, failures *failureList) {
 	n, err := c.purgeVersions(ctx, so.Bucket, ownkeys.Folder(so.StagingPrefix),
-		func(k string) bool { return ownkeys.IsOwnStaging(so.StagingPrefix, k) }, so.DryRun)
+		func(k string) bool { return ownkeys.IsOwnStaging(so.StagingPrefix, k) }, so.DryRun, so.Stale)
 	rep.Versions.Scanned += n.stale
 	rep.Versions.Stale += n.stale
 	rep.Versions.Removed += n.removed

@@ -48,11 +48,13 @@ const (
 	Closed            Code = "closed"              // recoverable.ErrClosed
 	InvalidToken      Code = "invalid-token"       // recoverable.ErrInvalidToken
 	InvalidOptions    Code = "invalid-options"     // recoverable.ErrInvalidOptions
+	Throttled         Code = "throttled"           // recoverable.ErrThrottled
 
 	// sink
-	InvalidConfig   Code = "invalid-config"   // sink.ErrInvalidConfig
-	FoldersOverlap  Code = "folders-overlap"  // sink.ErrFoldersOverlap
-	SettingsChanged Code = "settings-changed" // sink.ErrSettingsChanged
+	InvalidConfig    Code = "invalid-config"    // sink.ErrInvalidConfig
+	FoldersOverlap   Code = "folders-overlap"   // sink.ErrFoldersOverlap
+	SettingsChanged  Code = "settings-changed"  // sink.ErrSettingsChanged
+	PartitionChanged Code = "partition-changed" // sink.ErrPartitionChanged
 )
 
 const (

@@ -33,9 +33,11 @@ func TestSentinelsCarryTheirCode(t *testing.T) {
 		{recoverable.ErrClosed, errcode.Closed},
 		{recoverable.ErrInvalidToken, errcode.InvalidToken},
 		{recoverable.ErrInvalidOptions, errcode.InvalidOptions},
+		{recoverable.ErrThrottled, errcode.Throttled},
 		{sink.ErrInvalidConfig, errcode.InvalidConfig},
 		{sink.ErrFoldersOverlap, errcode.FoldersOverlap},
 		{sink.ErrSettingsChanged, errcode.SettingsChanged},
+		{sink.ErrPartitionChanged, errcode.PartitionChanged},
 	} {
 		typed := &recoverable.Error{Op: "commit", Bucket: "b", Key: "k", UploadID: "u", Hint: "a hint", Err: tc.err}
 		text := errors.New(fmt.Errorf("s3once sink: %w", typed).Error())

@@ -39,7 +39,13 @@ func TestBadConfiguration(t *testing.T) {
 		{name: "unknown access key", env: childEnv("nobody", "nothing-at-all"), args: small,
 			code: 3, says: []string{"authenticate"}},
 		{name: "no credentials at all", env: childEnv("", ""), args: small,
-			code: 3, says: []string{"authenticate"}},
+			code: 3, says: []string{"find credentials: no AWS credentials found", "AWS_ACCESS_KEY_ID"}},
+		{name: "bucket name the server refuses", bucket: "My_Bucket", args: small,
+			code: 3, says: []string{"use the bucket name", `"My_Bucket"`}},
+		{name: "endpoint with a path", endpoint: "PATH", args: small,
+			code: 2, says: []string{"has a path", "give the server's address alone"}},
+		{name: "S3 endpoint given as Beam's --endpoint", args: append([]string{"--endpoint", "ENDPOINT"}, small...),
+			code: 2, says: []string{"looks like an S3 endpoint", "--s3-endpoint"}},
 		{name: "missing bucket", bucket: "s3once-no-such-bucket", args: small,
 			code: 3, says: []string{"find the bucket", "NoSuchBucket"}},
 		{name: "absolute prefix", args: append([]string{"--prefix", "/abs"}, small...),
@@ -73,10 +79,17 @@ func TestBadConfiguration(t *testing.T) {
 				env = withoutKeys(env)
 			}
 			endpoint := tc.endpoint
-			if endpoint == "" {
+			switch endpoint {
+			case "":
 				endpoint = srv.Endpoint()
+			case "PATH":
+				endpoint = srv.Endpoint() + "/" + bucket
 			}
-			args := append([]string{"--bucket", bucket, "--s3-endpoint", endpoint, "--timeout", "2m"}, tc.args...)
+			var caseArgs []string
+			for _, a := range tc.args {
+				caseArgs = append(caseArgs, strings.ReplaceAll(a, "ENDPOINT", srv.Endpoint()))
+			}
+			args := append([]string{"--bucket", bucket, "--s3-endpoint", endpoint, "--timeout", "2m"}, caseArgs...)
 			o := startChild(t, bin, env, nil, args...).wait(3 * time.Minute)
 			last := lastLine(o.Stderr)
 			t.Logf("%v: %s", o, last)
@@ -90,6 +103,14 @@ func TestBadConfiguration(t *testing.T) {
 			}
 			if !strings.HasPrefix(last, "s3once batch:") && !strings.HasPrefix(o.Stderr, "s3once batch:") {
 				t.Errorf("no clear closing message:\n%s", o.Stderr)
+			}
+			// A failure inside the runner: the line to act on comes last,
+			// and only there.
+			if _, cause, ok := strings.Cut(last, "pipeline failed after "); ok && tc.code == 1 {
+				_, cause, _ = strings.Cut(cause, ": ")
+				if n := strings.Count(o.Stderr, cause); n != 1 {
+					t.Errorf("the failure %q shows %d times, want once, last:\n%s", cause, n, o.Stderr)
+				}
 			}
 			if strings.Contains(o.Stderr, "panic") || strings.Contains(o.Stderr, "goroutine ") {
 				t.Errorf("the program panicked:\n%s", o.Stderr)

@@ -236,6 +236,7 @@ func TestPipelineCrashLoop(t *testing.T) {
 		sameObjects(t, got, ref.objects)
 		rep := sweepAndCheckClean(t, client, bucket, outPrefix+"/")
 		sameObjects(t, s3test.Objects(t, client, bucket, outPrefix+"/"), ref.objects)
+		verifyFolder(t, srv.Endpoint(), bucket, outPrefix)
 		t.Logf("loop %d (seed %d, %s): %s; final run %v; sweep removed %d uploads and %d side objects",
 			i, seed, cfg.name, strings.Join(story, "; "), final, rep.Uploads.Removed, rep.SideObjects.Removed)
 		if t.Failed() {

@@ -29,8 +29,25 @@
 //     internal/workerboot starts from the staged binary (a PROCESS
 //     environment, as a Beam worker container on Flink); the output equals
 //     an embedded-runner run's, byte for byte.
+//   - TestWorkerKillLoop: on the same job server, the job's worker process
+//     is SIGKILLed at random moments and the job submitted again, under
+//     --timeout, until it succeeds; each attempt's kill and outcome
+//     (failure or timeout) is reported, and the files equal an
+//     uninterrupted run's.
+//   - TestThrottleStorm, TestThrottleBudgetExhausted: the batch example
+//     through a proxy that answers 503 SlowDown below the SDK's retryer
+//     (internal/slowdown): a 30 s storm costs time only; an endless one
+//     fails the run with [s3once:throttled] after the ThrottleBudget, and a
+//     rerun completes exactly.
+//   - TestZombieWriter: a writer stopped (SIGSTOP) while a proxy holds its
+//     part upload, side-object PUT, completion or clean-up, woken after a
+//     rerun committed everything, with a sweep running; its late request
+//     changes nothing.
 //
 // The child programs are built once per test process, without the race
-// detector. S3ONCE_CRASH_LOOPS sets the number of crash loops (default 5;
-// `make soak` runs 100).
+// detector; the mutation tests (files with the s3once_mutant build tag)
+// build them a second time with the tag and switch a bug on through
+// S3ONCE_MUTANT. S3ONCE_CRASH_LOOPS sets the number of crash loops
+// (default 5; `make soak` runs 100), S3ONCE_WORKER_KILL_LOOPS the number of
+// worker-kill loops (default 3; `make soak` runs 20).
 package integration

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,6 +86,11 @@ func TestJobServer(t *testing.T) {
 				t.Errorf("the summary does not say %q; stdout:\n%s", head, o.Stdout)
 			}
 			sweepAndCheckClean(t, client, bucket, tc.prefix+"/")
+			// The boot program removed the staged binary as soon as the
+			// worker ran from it, even if the job server killed it since.
+			if big := js.largeFiles(t, 1<<20); len(big) > 0 {
+				t.Errorf("the job server's temporary folder keeps %v", big)
+			}
 			t.Logf("%d files, byte-exact; embedded %v, job server %v", len(want), ref, o)
 		})
 	}
@@ -151,10 +157,31 @@ func jobServerBinaries(t testing.TB) (prism, boot string) {
 // jobServer is a prism job server process.
 type jobServer struct {
 	endpoint string // host:port to dial, on 127.0.0.1
+	tmp      string // its $TMPDIR, where the boot program fetches
 
 	mu     sync.Mutex
 	out    bytes.Buffer // its log and its workers' output
 	booted int          // workers the boot program started
+}
+
+// largeFiles lists the regular files of at least min bytes under the job
+// server's temporary folder.
+func (js *jobServer) largeFiles(t testing.TB, min int64) []string {
+	t.Helper()
+	var big []string
+	err := filepath.WalkDir(js.tmp, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.Size() >= min {
+			big = append(big, fmt.Sprintf("%s (%d bytes)", p, info.Size()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", js.tmp, err)
+	}
+	return big
 }
 
 // servingLine is prism's log line naming the job endpoint it listens on
@@ -189,7 +216,7 @@ func startJobServer(t testing.TB, bin string, env []string) *jobServer {
 		w.Close()
 		close(done)
 	}()
-	js := &jobServer{}
+	js := &jobServer{tmp: tmp}
 	port := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(r)

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -39,23 +40,51 @@ func TestMain(m *testing.M) {
 
 // children are the programs the tests run, built together (one go build
 // shares the work) the first time one is needed.
-var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter"}
+var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter", "cmd/s3once"}
+
+// build is one build of the children, once per test process: plain, or
+// with the mutant build tag.
+type build struct {
+	tags string
+	once sync.Once
+	dir  string
+	err  error
+}
 
 var (
-	buildOnce sync.Once
-	buildErr  error
+	plainBuild  = &build{}
+	mutantBuild = &build{tags: "s3once_mutant"}
 )
 
 // binary returns the executable of the main package pkg (one of children),
 // built without the race detector.
 func binary(t testing.TB, pkg string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	return plainBuild.binary(t, pkg)
+}
+
+// mutantBinary returns pkg built with the s3once_mutant tag: its mutation
+// points read S3ONCE_MUTANT (see internal/mutant), which mutantEnv sets.
+func mutantBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	return mutantBuild.binary(t, pkg)
+}
+
+func (b *build) binary(t testing.TB, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.dir = binDir
+		if b.tags != "" {
+			b.dir = filepath.Join(binDir, b.tags)
+		}
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
 			goBin = "go"
 		}
-		args := []string{"build", "-o", binDir + string(filepath.Separator)}
+		args := []string{"build", "-o", b.dir + string(filepath.Separator)}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
 		for _, c := range children {
 			args = append(args, "./"+c)
 		}
@@ -65,15 +94,15 @@ func binary(t testing.TB, pkg string) string {
 		cmd.Stdout, cmd.Stderr = &msg, &msg
 		began := time.Now()
 		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, msg.String())
+			b.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, msg.String())
 			return
 		}
-		t.Logf("built %s in %v", strings.Join(children, ", "), time.Since(began).Round(time.Millisecond))
+		t.Logf("built %s in %v", strings.Join(args[3:], " "), time.Since(began).Round(time.Millisecond))
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	out := filepath.Join(binDir, filepath.Base(pkg))
+	out := filepath.Join(b.dir, filepath.Base(pkg))
 	if _, err := os.Stat(out); err != nil {
 		t.Fatalf("%s was not built: %v", pkg, err)
 	}
@@ -336,4 +365,40 @@ func errorsIsAny(err error, targets ...error) bool {
 		}
 	}
 	return false
+}
+
+// verifyFolder runs `s3once verify` on bucket/prefix against endpoint and
+// returns its JSON report; it fails the test unless the folder verifies
+// (exit code 0).
+func verifyFolder(t testing.TB, endpoint, bucket, prefix string) map[string]any {
+	t.Helper()
+	out, code := runVerify(t, endpoint, bucket, prefix)
+	if code != 0 {
+		t.Fatalf("s3once verify s3://%s/%s exited %d:\n%s", bucket, prefix, code, out)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("s3once verify --json: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// runVerify runs `s3once verify --json` and returns its output and exit code.
+func runVerify(t testing.TB, endpoint, bucket, prefix string) ([]byte, int) {
+	t.Helper()
+	cmd := exec.Command(binary(t, "cmd/s3once"), "verify", "--json", "--bucket", bucket, "--prefix", prefix,
+		"--s3-endpoint", endpoint, "--path-style", "--region", s3test.Region)
+	cmd.Env = childEnv(s3test.AccessKey, s3test.SecretKey)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.Bytes(), 0
+	case errors.As(err, &exit):
+		return append(stdout.Bytes(), stderr.Bytes()...), exit.ExitCode()
+	}
+	t.Fatalf("s3once verify: %v\n%s", err, stderr.String())
+	return nil, -1
 }

@@ -24,6 +24,7 @@ const (
 	evPersist  event = "persist"  // PutObject of a side object: a persist's tail
 	evComplete event = "complete" // CompleteMultipartUpload: a commit
 	evAbort    event = "abort"    // AbortMultipartUpload
+	evDelete   event = "delete"   // DeleteObjects: a clean-up of side objects
 	evProbe    event = "probe"    // any call of the preflight's probes
 	evOther    event = "other"
 	// evAny is no call of its own: a trigger on it fires at the n-th call
@@ -205,6 +206,8 @@ func classify(r *http.Request) event {
 		return evComplete
 	case r.Method == http.MethodDelete && upload:
 		return evAbort
+	case r.Method == http.MethodPost && q.Has("delete"):
+		return evDelete
 	case r.Method == http.MethodPut && !upload && strings.HasPrefix(key, ".s3once/staging/"):
 		return evPersist
 	}

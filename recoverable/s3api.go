@@ -48,3 +48,8 @@ var ErrCallTimeout = s3call.ErrCallTimeout
 func (o Options) policy() s3call.Policy {
 	return s3call.Policy{CallTimeout: o.CallTimeout, Attempts: s3call.TimeoutAttempts, Retry: s3call.RetryTimeouts}
 }
+
+// ErrThrottled: S3 answered a call SlowDown for longer than its throttle
+// budget (sink.Config.ThrottleBudget). Nothing a token references is lost;
+// the work can be resumed once fewer requests reach the prefix.
+var ErrThrottled = s3call.ErrThrottled

@@ -2,27 +2,19 @@ package sink
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -33,9 +25,6 @@ func init() {
 
 // barrierLooks bounds the barrier's S3 calls in flight.
 const barrierLooks = 16
-
-// discardTimeout bounds the clean-up after a refused run.
-const discardTimeout = 2 * time.Minute
 
 // metricBarrierFiles counts the files the run-wide barrier checked; of
 // those, metricBarrierKept the ones whose key already held the same bytes
@@ -52,6 +41,10 @@ const hintChangedRerun = "nothing of this run was committed and its uploads were
 	"Shards, MaxBatchBytes, MaxFileBytes, MaxFileRecords, CheckpointBytes): when the input or the settings change, write to a fresh Prefix; " +
 	"to replace the folder's files instead, delete them first"
 
+// inputBoundedness tells whether an input is bounded, and whether Beam
+// lets the sink know (isBounded); tests stand in for a Beam that hides it.
+var inputBoundedness = isBounded
+
 // barrierApplies tells whether Write puts the run-wide barrier before its
 // commit stage: the input is bounded, in any window, and no file is
 // committed at bundle finalization (which would commit before the barrier).
@@ -60,7 +53,7 @@ func barrierApplies(st settings, col beam.PCollection) (applies bool, why string
 	if st.FinalizeCommit == FinalizeAlways {
 		return false, "files are committed at bundle finalization (FinalizeCommit resolved to \"always\"), before any run-wide barrier could run"
 	}
-	bounded, known := isBounded(col)
+	bounded, known := inputBoundedness(col)
 	switch {
 	case !known:
 		return false, "this Beam release hides whether the input is bounded"
@@ -96,7 +89,7 @@ func logGuarantee(st settings, applies bool, why string) {
 //
 // marker is the folder's settings marker (encodeFingerprint), which the
 // barrier compares and writes; empty leaves the marker alone.
-func withBarrier(s beam.Scope, st settings, pending beam.PCollection, marker []byte) (beam.PCollection, error) {
+func withBarrier(s beam.Scope, st settings, pending beam.PCollection, marker []byte, ext string) (beam.PCollection, error) {
 	s = s.Scope("Barrier")
 	global, err := beam.TryWindowInto(s, window.NewGlobalWindows(), pending)
 	if err != nil {
@@ -110,7 +103,7 @@ func withBarrier(s beam.Scope, st settings, pending beam.PCollection, marker []b
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	return single(beam.TryParDo(s, &barrierFn{S: st, Settings: marker}, all))
+	return single(beam.TryParDo(s, &barrierFn{S: st, Settings: marker, Ext: ext}, all))
 }
 
 func init() { register.Function1x2(addBarrierKey) }
@@ -119,20 +112,26 @@ func init() { register.Function1x2(addBarrierKey) }
 func addBarrierKey(p pendingFile) (int, pendingFile) { return 0, p }
 
 // barrierFn is the run-wide barrier: it receives every file of the run,
-// closed and not yet committed, and looks at each file's key. When every
-// key is free or already holds exactly the file's bytes (size and
-// CRC64NVME), it emits the files to the commit stage. Otherwise it commits
-// nothing: it aborts every upload of the run (they are this run's own, never
-// completed), deletes their side objects, and fails with
-// committer.ErrKeyTaken. A retry of the bundle finds the same keys taken and
-// fails the same way.
+// closed and not yet committed, and before any of them is committed it
+// checks, in order: the folder's settings marker (judgeFolder); every
+// partition (destination, window) the run writes, which must hold no
+// s3once file of this run's extension that the run does not produce
+// (ErrPartitionChanged); every file's key, which must be free or hold
+// exactly the file's bytes (size and CRC64NVME; committer.ErrKeyTaken).
+// When all hold, it writes the marker of a new folder and emits the files
+// to the commit stage. Otherwise it commits nothing: it discards every
+// upload of the run (its own, never completed) and fails. A retry of the
+// bundle finds the same and fails the same way.
 type barrierFn struct {
 	S settings `json:"s"`
-	// Settings is the folder's settings marker for this run (fingerprint.go).
+	// Settings is the folder's settings marker for this run (settings_marker.go).
 	Settings []byte `json:"settings,omitempty"`
+	// Ext is the extension of this run's files (".jsonl.gz"): the files of
+	// a partition are those of its names that end with it.
+	Ext string `json:"ext,omitempty"`
 
-	client committer.S3
-	fp     fingerprint
+	c  *committer.Committer
+	fp fingerprint
 }
 
 func (f *barrierFn) Setup(ctx context.Context) error {
@@ -140,16 +139,15 @@ func (f *barrierFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.client = w.client
-	return f.decodeSettings() // fingerprint.go
+	f.c = w.committer
+	return f.decodeSettings() // settings_marker.go
 }
 
 // barrierFile is one file at the barrier: its token and what its key holds.
 type barrierFile struct {
 	p      pendingFile
 	cr     recoverable.CommitRecoverable
-	holds  string // what the key holds when it is not free and not the file
-	same   bool   // the key already holds the file's bytes
+	holds  committer.Holding
 	looked error
 }
 
@@ -170,21 +168,25 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	slices.SortFunc(all, func(a, b *barrierFile) int { return strings.Compare(a.cr.Key, b.cr.Key) })
 	metricBarrierFiles.Inc(ctx, int64(len(all)))
 
-	// The settings marker (fingerprint.go): other settings recorded in the
-	// folder refuse the run before its keys are looked at.
-	hasMarker := false
+	// The settings marker (settings_marker.go): other settings recorded in the
+	// folder, or a folder of another output version, refuse the run before
+	// its partitions and keys are looked at.
+	state := folderMarked
 	if f.fp != nil {
 		var err error
-		if hasMarker, err = compareSettings(ctx, f.client, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
+		if state, err = judgeFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
 			return f.refuseSettings(ctx, all, err)
 		}
+	}
+	if err := f.checkPartitions(ctx, all); err != nil {
+		return f.refuse(ctx, all, err)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(barrierLooks)
 	for _, bf := range all {
 		g.Go(func() error {
-			bf.holds, bf.same, bf.looked = f.look(gctx, bf.cr)
+			bf.holds, bf.looked = f.c.Lookup(gctx, bf.cr.Bucket, bf.cr.Key, bf.cr.Size())
 			return nil
 		})
 	}
@@ -193,139 +195,53 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	kept := 0
 	for _, bf := range all {
 		if bf.looked != nil {
-			return fmt.Errorf("s3once sink: barrier: look at s3://%s/%s: %w", bf.cr.Bucket, bf.cr.Key, bf.looked)
+			return fmt.Errorf("s3once sink: barrier: %w", bf.looked)
 		}
 		switch {
-		case bf.same:
+		case bf.holds.Is(bf.cr.Size(), bf.cr.CRC()):
 			kept++
-		case bf.holds != "":
+		case bf.holds.Exists:
 			taken = append(taken, bf)
 		}
 	}
-	if len(taken) == 0 {
-		// A folder without a marker (new, or written by a release that
-		// wrote none) gets this run's, now that every key is free or
-		// holds this run's bytes; before any file is committed.
-		if f.fp != nil && !hasMarker {
-			if err := writeSettings(ctx, f.client, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
-				return f.refuseSettings(ctx, all, err)
-			}
-		}
-		metricBarrierKept.Inc(ctx, int64(kept))
-		for _, bf := range all {
-			emit(bf.p)
-		}
-		return nil
-	}
-	cleanup := f.discard(ctx, all)
-	first := taken[0]
-	err := fmt.Errorf("%w: the key holds %s, this run's file there is %d bytes with CRC64NVME %016x; %d of this run's %d files would replace other bytes",
-		committer.ErrKeyTaken, first.holds, first.cr.Size(), first.cr.CRC(), len(taken), len(all))
-	if cleanup != nil {
-		err = fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
-	}
-	return fmt.Errorf("s3once sink: %w", &recoverable.Error{
-		Op: "commit", Bucket: first.cr.Bucket, Key: first.cr.Key, UploadID: first.cr.UploadID,
-		Err: err, Hint: hintChangedRerun,
-	})
-}
-
-// look tells what the file's key holds: nothing (holds ""), the file's own
-// bytes (same), or something else, described. An object without a
-// full-object CRC64NVME is read back to compute it, when its size matches.
-func (f *barrierFn) look(ctx context.Context, cr recoverable.CommitRecoverable) (holds string, same bool, err error) {
-	out, err := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), ChecksumMode: types.ChecksumModeEnabled})
-	if err != nil {
-		if s3call.IsNotFound(err) {
-			return "", false, nil
-		}
-		return "", false, err
-	}
-	size, etag := aws.ToInt64(out.ContentLength), aws.ToString(out.ETag)
-	if size != cr.Size() {
-		return fmt.Sprintf("an object of %d bytes (ETag %s)", size, etag), false, nil
-	}
-	crc, ok := recoverable.DecodeCRC(aws.ToString(out.ChecksumCRC64NVME))
-	if !ok || out.ChecksumType == types.ChecksumTypeComposite {
-		if crc, err = f.readBack(ctx, cr, etag); err != nil {
-			return "", false, err
-		}
-	}
-	if crc != cr.CRC() {
-		return fmt.Sprintf("an object of %d bytes with CRC64NVME %016x (ETag %s)", size, crc, etag), false, nil
-	}
-	return "", true, nil
-}
-
-// readBack computes the CRC64NVME of the object with the given ETag.
-func (f *barrierFn) readBack(ctx context.Context, cr recoverable.CommitRecoverable, etag string) (uint64, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key)}
-	if etag != "" {
-		in.IfMatch = aws.String(etag)
-	}
-	out, err := f.client.GetObject(ctx, in)
-	if err != nil {
-		return 0, fmt.Errorf("read back: %w", err)
-	}
-	defer out.Body.Close()
-	buf := make([]byte, 1<<20)
-	var crc uint64
-	for {
-		n, err := out.Body.Read(buf)
-		crc = recoverable.UpdateCRC64(crc, buf[:n])
-		if errors.Is(err, io.EOF) {
-			return crc, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read back: %w", err)
-		}
-	}
-}
-
-// discard aborts every file's upload and deletes its side objects, on a
-// context of its own: the run failed, and what it leaves must go.
-func (f *barrierFn) discard(ctx context.Context, all []*barrierFile) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
-	defer cancel()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(barrierLooks)
-	var mu sync.Mutex
-	var errs []error
-	for _, bf := range all {
-		g.Go(func() error {
-			if err := f.discardOne(gctx, bf.cr); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			return nil
+	if len(taken) > 0 {
+		first := taken[0]
+		return f.refuse(ctx, all, &recoverable.Error{
+			Op: "commit", Bucket: first.cr.Bucket, Key: first.cr.Key, UploadID: first.cr.UploadID,
+			Err: fmt.Errorf("%w: the key holds %s, this run's file there is %d bytes with CRC64NVME %016x; %d of this run's %d files would replace other bytes",
+				committer.ErrKeyTaken, first.holds, first.cr.Size(), first.cr.CRC(), len(taken), len(all)),
+			Hint: hintChangedRerun,
 		})
 	}
-	_ = g.Wait()
-	return errors.Join(errs...)
-}
-
-func (f *barrierFn) discardOne(ctx context.Context, cr recoverable.CommitRecoverable) error {
-	_, err := f.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID)})
-	if err != nil && !recoverable.IsNoSuchUpload(err) {
-		return fmt.Errorf("abort upload %s of s3://%s/%s: %w", cr.UploadID, cr.Bucket, cr.Key, err)
+	// A new folder gets this run's marker, now that every key is free or
+	// holds this run's bytes; before any file is committed.
+	if f.fp != nil && state == folderNew {
+		if err := stampFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
+			return f.refuseSettings(ctx, all, err)
+		}
 	}
-	folder := ownkeys.SideObjectPrefix(f.S.StagingPrefix, cr.UploadID)
-	p := s3.NewListObjectsV2Paginator(f.client, &s3.ListObjectsV2Input{Bucket: aws.String(cr.Bucket), Prefix: aws.String(folder)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("list side objects under s3://%s/%s: %w", cr.Bucket, folder, err)
-		}
-		for _, o := range page.Contents {
-			key := aws.ToString(o.Key)
-			if !ownkeys.IsSideObjectOf(f.S.StagingPrefix, cr.UploadID, key) {
-				continue
-			}
-			if _, err := f.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(key)}); err != nil && !s3call.IsNotFound(err) {
-				return fmt.Errorf("delete side object s3://%s/%s: %w", cr.Bucket, key, err)
-			}
-		}
+	metricBarrierKept.Inc(ctx, int64(kept))
+	for _, bf := range all {
+		emit(bf.p)
 	}
 	return nil
+}
+
+// refuse ends a run that must not commit: every upload of the run is
+// discarded, and err is returned with what could not be removed.
+func (f *barrierFn) refuse(ctx context.Context, all []*barrierFile, err error) error {
+	if cleanup := f.discard(ctx, all); cleanup != nil {
+		err = fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
+	}
+	return fmt.Errorf("s3once sink: %w", err)
+}
+
+// discard aborts every file's upload and deletes its side objects
+// (committer.Discard: detached, under the committer's one clean-up bound).
+func (f *barrierFn) discard(ctx context.Context, all []*barrierFile) error {
+	crs := make([]recoverable.CommitRecoverable, len(all))
+	for i, bf := range all {
+		crs[i] = bf.cr
+	}
+	return f.c.Discard(ctx, crs)
 }

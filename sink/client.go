@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
@@ -25,6 +27,7 @@ type connection struct {
 	PathStyle, DisableChecksums                bool
 	AccessKeyID, SecretAccessKey, SessionToken string
 	MaxAttempts                                int
+	ThrottleBudget                             time.Duration
 	// StagingPrefix is the committer's: it cleans up only under it.
 	StagingPrefix string
 	// Requests fingerprints the request settings (requests.go).
@@ -34,6 +37,7 @@ type connection struct {
 type worker struct {
 	client    *s3.Client
 	committer *committer.Committer
+	throttle  *s3call.Throttle
 }
 
 // worker returns the process's client and committer for the settings.
@@ -41,14 +45,15 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 	key := connection{
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle, DisableChecksums: s.DisableChecksums,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint(),
+		MaxAttempts: s.MaxAttempts, ThrottleBudget: s.ThrottleBudget, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint(),
 	}
 	workersMu.Lock()
 	defer workersMu.Unlock()
 	if w, ok := workers[key]; ok {
 		return w, nil
 	}
-	client, err := s.newClient(ctx)
+	throttle := s3call.NewThrottle(s.ThrottleBudget)
+	client, err := s.newClient(ctx, throttle)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +61,7 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: %w", err)
 	}
-	w := &worker{client: client, committer: cm}
+	w := &worker{client: client, committer: cm, throttle: throttle}
 	workers[key] = w
 	return w, nil
 }
@@ -64,8 +69,9 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 // newClient builds a worker's S3 client from the settings: the AWS SDK's
 // default chain, with the settings' region, endpoint, addressing and static
 // credentials on top when they are set, and the request settings (bucket
-// owner, encryption, object settings) on every call.
-func (s settings) newClient(ctx context.Context) (*s3.Client, error) {
+// owner, encryption, object settings) on every call, and throttle's shared
+// backoff and budget.
+func (s settings) newClient(ctx context.Context, throttle *s3call.Throttle) (*s3.Client, error) {
 	req, err := s.Requests.build()
 	if err != nil {
 		return nil, err
@@ -73,11 +79,46 @@ func (s settings) newClient(ctx context.Context) (*s3.Client, error) {
 	c, err := s3call.NewClient(ctx, s3call.ClientOptions{
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
+		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums, Throttle: throttle,
 		Options: []func(*s3.Options){req.Apply},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: %w", err)
 	}
 	return c, nil
+}
+
+// The throttling counters: calls answered SlowDown (at least once), the
+// answers, the calls that ran out of their ThrottleBudget, and the time
+// requests were held back by the shared backoff, in milliseconds.
+var (
+	metricThrottledCalls   = beam.NewCounter("s3once", "throttled_calls")
+	metricSlowDownAnswers  = beam.NewCounter("s3once", "slowdown_answers")
+	metricThrottledFailed  = beam.NewCounter("s3once", "throttled_failures")
+	metricThrottleWaitedMs = beam.NewCounter("s3once", "throttle_wait_ms")
+)
+
+// reported is what reportThrottling has counted of each worker's throttle.
+var reported = map[*s3call.Throttle]s3call.ThrottleStats{}
+
+// reportThrottling adds to the throttling counters what the process's
+// workers' throttles counted since the last report. DoFns that call S3
+// report at the end of each element, so the counters follow the run.
+func reportThrottling(ctx context.Context) {
+	workersMu.Lock()
+	var d s3call.ThrottleStats
+	for _, w := range workers {
+		now := w.throttle.Stats()
+		delta := now.Sub(reported[w.throttle])
+		reported[w.throttle] = now
+		d.Answers, d.Calls, d.Exhausted, d.Waited = d.Answers+delta.Answers, d.Calls+delta.Calls, d.Exhausted+delta.Exhausted, d.Waited+delta.Waited
+	}
+	workersMu.Unlock()
+	if d.Answers == 0 && d.Calls == 0 && d.Exhausted == 0 && d.Waited == 0 {
+		return
+	}
+	metricThrottledCalls.Inc(ctx, d.Calls)
+	metricSlowDownAnswers.Inc(ctx, d.Answers)
+	metricThrottledFailed.Inc(ctx, d.Exhausted)
+	metricThrottleWaitedMs.Inc(ctx, d.Waited.Milliseconds())
 }

@@ -39,6 +39,9 @@ type FileResult struct {
 	// (1 when it was not split), and FileIndex counts within the sub-batch.
 	SubBatch   int `json:"subBatch"`
 	SubBatches int `json:"subBatches"`
+	// CRC64NVME is the object's full-object CRC64NVME, which the commit
+	// verified. Output version 1's completion markers leave it out.
+	CRC64NVME uint64 `json:"crc64nvme,omitempty"`
 }
 
 // Beam metrics, in the "s3once" namespace.
@@ -68,16 +71,20 @@ const commitRounds = 3
 // succeeds only if the key then holds exactly the bytes the token describes.
 type commitFn struct {
 	S settings `json:"s"`
-	// Settings is the folder's settings marker for this run, checked before
-	// the instance's first commit and written after it (fingerprint.go);
-	// empty where the run-wide barrier does that.
+	// Settings is the folder's settings marker for this run, judged, and
+	// written in a new folder, before the instance's first commit
+	// (settings_marker.go); empty where the run-wide barrier does that.
 	Settings []byte `json:"settings,omitempty"`
+	// Manifests, where there is no barrier (output version 2), refuses a
+	// file whose partition's manifest exists and does not list it
+	// (partitionGuard).
+	Manifests bool `json:"manifests,omitempty"`
 
 	committer *committer.Committer
 	pause     time.Duration
-	markers   settingsAPI
 	fp        fingerprint
 	guard     settingsGuard
+	parts     partitionGuard
 }
 
 func (f *commitFn) Setup(ctx context.Context) error {
@@ -88,6 +95,10 @@ func (f *commitFn) Setup(ctx context.Context) error {
 	f.committer = w.committer
 	return f.init(w.client)
 }
+
+// commitGuardDone is what a commit stage refused for the folder's settings
+// did.
+const commitGuardDone = "this run committed nothing; its uploads are left for the sweep"
 
 // init readies the DoFn over client, with its own committer unless it has
 // one; tests call it directly.
@@ -100,7 +111,6 @@ func (f *commitFn) init(client committer.S3) error {
 		f.committer = c
 	}
 	f.pause = time.Second
-	f.markers = client
 	if len(f.Settings) > 0 {
 		fp, err := decodeFingerprint(f.Settings)
 		if err != nil {
@@ -145,6 +155,7 @@ func commitAgain(err error) bool {
 }
 
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
+	defer reportThrottling(ctx)
 	cr, err := coder.DecodeCommit(p.Commit)
 	if err != nil {
 		return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)
@@ -153,17 +164,17 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 		return fmt.Errorf("s3once sink: %w", err)
 	}
 	if f.fp != nil { // the settings marker, before the first commit
-		if err := f.guard.check(ctx, f.markers, f.S.Bucket, f.S.Prefix, f.fp); err != nil {
+		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.fp, commitGuardDone); err != nil {
+			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
+		}
+	}
+	if f.Manifests {
+		if err := f.parts.check(ctx, f.committer, f.S.Prefix, p.Result, cr.Size(), cr.CRC()); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}
 	for round := 1; ; round++ {
 		res, err := f.committer.CommitAfterRecovery(ctx, cr)
-		if err == nil && f.fp != nil {
-			if err := f.guard.committed(ctx, f.markers, f.S.Bucket, f.S.Prefix, f.fp); err != nil {
-				return fmt.Errorf("s3once sink: %w", err)
-			}
-		}
 		if err == nil {
 			metricCommitted.Inc(ctx, 1)
 			if res.AlreadyCommitted {

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/errcode"
@@ -66,11 +65,13 @@ const (
 
 // Values of Config.FinalizeCommit.
 const (
-	// FinalizeAuto commits at bundle finalization on runners known to
-	// finalize bundles only when a worker asks (Dataflow), and not
-	// elsewhere. It is the default ("" means FinalizeAuto).
+	// FinalizeAuto leaves every commit to the commit stage, on every
+	// runner, Dataflow included: the partition guarantee holds in full
+	// (docs/guarantees.md). It is the default ("" means FinalizeAuto).
 	FinalizeAuto = "auto"
-	// FinalizeAlways commits at bundle finalization on every runner.
+	// FinalizeAlways also commits each file at bundle finalization, ahead
+	// of the commit stage, on every runner: an explicit opt-in fast path
+	// with a weaker partition guarantee (docs/guarantees.md).
 	FinalizeAlways = "always"
 	// FinalizeNever leaves every commit to the commit stage.
 	FinalizeNever = "never"
@@ -98,8 +99,8 @@ type Config struct {
 	// Spark, Hive, Trino and Athena skip.
 	StagingPrefix string
 
-	// Endpoint is the S3 endpoint URL (http or https), for S3-compatible
-	// servers; empty means AWS.
+	// Endpoint is the S3 endpoint URL (http or https, the server's address
+	// with no path), for S3-compatible servers; empty means AWS.
 	Endpoint string
 	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
 	// the shared config), else us-east-1.
@@ -115,8 +116,17 @@ type Config struct {
 	SecretAccessKey string
 	SessionToken    string
 	// MaxAttempts is the AWS SDK's retry budget per S3 call. Default: the
-	// SDK's (3).
+	// SDK's (3). Throttling answers (503 SlowDown) are not counted in it:
+	// see ThrottleBudget.
 	MaxAttempts int
+	// ThrottleBudget is how long one S3 call may go on being answered
+	// SlowDown (S3's answer when a prefix takes more requests than it
+	// allows) before it fails with an error carrying [s3once:throttled].
+	// Until then the call waits and is sent again, on a backoff that all
+	// calls of a worker to the same bucket and folder share. A failed run
+	// loses nothing and a rerun resumes it. Runs have no deadline
+	// (streaming), so the budget is per call. Default: 5 minutes.
+	ThrottleBudget time.Duration
 	// DisableChecksums stops sending CRC64NVME checksums to the server, for
 	// servers that reject them. The writer still checks its own.
 	DisableChecksums bool
@@ -251,12 +261,14 @@ type Config struct {
 	// FinalizeCommit chooses whether the writer also commits each file at
 	// bundle finalization (the fast path), ahead of the commit stage (which
 	// commits every file in any case): FinalizeAlways, FinalizeNever, or
-	// FinalizeAuto (the default), which finalizes only when the pipeline's
-	// --runner flag names Dataflow. On the embedded runner (prism) the
-	// writer then does not ask for finalization at all: prism sends a
+	// FinalizeAuto (the default), which is FinalizeNever on every runner.
+	// FinalizeAlways commits before any run-wide barrier could look at the
+	// folder: the settings marker is still checked before any commit, but
+	// a changed rerun may leave a partition holding files of both runs,
+	// which s3once verify names (docs/guarantees.md). Prism sends a
 	// finalization request after every bundle of a stage that asks for it,
 	// and Beam Go's harness logs an ERROR line for each bundle it did not
-	// expect one for. Flink and Spark do not run the callbacks. In builds
+	// expect one for; Flink and Spark do not run the callbacks. In builds
 	// with the race detector, FinalizeAlways acts as FinalizeNever (see
 	// the package documentation).
 	FinalizeCommit string
@@ -307,6 +319,8 @@ type settings struct {
 	MaxAttempts      int    `json:"maxAttempts,omitempty"`
 	DisableChecksums bool   `json:"disableChecksums,omitempty"`
 
+	ThrottleBudget time.Duration `json:"throttleBudget,omitempty"`
+
 	Format      string `json:"format,omitempty"`
 	Compression string `json:"compression,omitempty"`
 
@@ -352,7 +366,7 @@ func (c Config) settings() (settings, error) {
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
 		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
 		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, ThrottleBudget: c.ThrottleBudget,
 		Format: c.Format, Compression: c.Compression,
 		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
@@ -380,6 +394,10 @@ func (c Config) settings() (settings, error) {
 		u, err := url.Parse(s.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("Endpoint %q must be an http:// or https:// URL", s.Endpoint)
+		} else if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			// The SDK would put the path before every bucket and key, and
+			// the server answer with errors that never name it.
+			bad("Endpoint %q has a path: give the server's address alone, %s://%s; the bucket goes in Bucket and the folder in Prefix", s.Endpoint, u.Scheme, u.Host)
 		}
 	}
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
@@ -390,6 +408,12 @@ func (c Config) settings() (settings, error) {
 	}
 	if s.MaxAttempts < 0 {
 		bad("MaxAttempts %d must not be negative", s.MaxAttempts)
+	}
+	if s.ThrottleBudget == 0 {
+		s.ThrottleBudget = s3call.DefaultThrottleBudget
+	}
+	if s.ThrottleBudget < time.Second || s.ThrottleBudget > 24*time.Hour {
+		bad("ThrottleBudget %v must be in [1s, 24h] (0 means %v)", s.ThrottleBudget, s3call.DefaultThrottleBudget)
 	}
 
 	if s.Format == "" {
@@ -459,7 +483,7 @@ func (c Config) settings() (settings, error) {
 	s.Requests, reqProblems = c.requestSettings()
 	problems = append(problems, reqProblems...)
 
-	if mode, err := finalizeMode(s.FinalizeCommit, *runners.Runner, finalizeSupported); err != nil {
+	if mode, err := finalizeMode(s.FinalizeCommit, finalizeSupported); err != nil {
 		bad("%v", err)
 	} else {
 		s.FinalizeCommit = mode
@@ -468,7 +492,9 @@ func (c Config) settings() (settings, error) {
 	// The recoverable package owns the bounds of its options. A typed nil
 	// client passes its nil check; the writer is never used.
 	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
-		bad("%v", err)
+		// Its problems, without its own code: this error carries the
+		// configuration's.
+		bad("%s", strings.TrimPrefix(err.Error(), recoverable.ErrInvalidOptions.Error()+": "))
 	}
 
 	if len(problems) > 0 {
@@ -485,7 +511,7 @@ func (s settings) forCommit() settings {
 		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
 		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
 		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums,
+		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums, ThrottleBudget: s.ThrottleBudget,
 		Requests: s.Requests, OutputVersion: s.OutputVersion,
 	}
 }
@@ -514,17 +540,14 @@ func (s settings) streamOptions() recoverable.Options {
 }
 
 // finalizeMode resolves Config.FinalizeCommit to FinalizeAlways or
-// FinalizeNever for a pipeline run by runner (the --runner flag's value; empty
-// means the embedded runner, the default of beamx.Run and ptest). supported is
+// FinalizeNever: FinalizeAuto is FinalizeNever on every runner, Dataflow
+// included, since a file committed at finalization escapes the run-wide
+// barrier. supported is
 // false in builds with the race detector, where it is always FinalizeNever.
-func finalizeMode(setting, runner string, supported bool) (string, error) {
+func finalizeMode(setting string, supported bool) (string, error) {
 	switch setting {
 	case "", FinalizeAuto:
-		if strings.EqualFold(runner, "dataflow") || strings.EqualFold(runner, "DataflowRunner") {
-			setting = FinalizeAlways
-		} else {
-			setting = FinalizeNever
-		}
+		setting = FinalizeNever
 	case FinalizeAlways, FinalizeNever:
 	default:
 		return "", fmt.Errorf("FinalizeCommit %q must be %q, %q or %q (empty means %q)", setting, FinalizeAuto, FinalizeAlways, FinalizeNever, FinalizeAuto)

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +50,9 @@ func TestCountersAgreeWithResults(t *testing.T) {
 		objs := s3test.Objects(t, testClient(), bucket, "counted/")
 		var files64, recs, size int64
 		keys := map[string]bool{}
+		partitions := map[string]bool{} // the folder and the window
 		for _, r := range res {
+			partitions[path.Dir(r.Key)+" "+r.Window] = true
 			if keys[r.Key] {
 				t.Errorf("%s run: two FileResults for %s", name, r.Key)
 			}
@@ -83,6 +86,7 @@ func TestCountersAgreeWithResults(t *testing.T) {
 		// this runner every checkpoint is resumed by the same worker.
 		want := map[string]int64{
 			"files_closed":            files64,
+			"manifests_written":       int64(len(partitions)), // written, or found in place
 			"files_committed":         files64,
 			"commits_already_done":    kept,
 			"barrier_files":           files64,

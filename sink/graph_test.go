@@ -51,7 +51,8 @@ func TestDoFnPayloads(t *testing.T) {
 			t.Fatalf("%s: %v in %s", name, err, opt)
 		}
 		payloads[name] = m
-		carriesClient := name == "writeFilesFn" || name == "finalizingWriteFilesFn" || name == "commitFn" || name == "barrierFn"
+		carriesClient := name == "writeFilesFn" || name == "finalizingWriteFilesFn" || name == "commitFn" || name == "barrierFn" ||
+			name == "windowDoneFn" || name == "windowExpiryFn" || name == "markerFn"
 		for _, v := range []string{bucket, endpoint, keyID, secret} {
 			if has := strings.Contains(opt, v); has != carriesClient {
 				t.Errorf("%s's payload holds %q: %v, want %v; payload %s", name, v, has, carriesClient, opt)

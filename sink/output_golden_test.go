@@ -300,7 +300,7 @@ func readAll(t *testing.T, c *s3.Client, bucket string) map[string][]byte {
 		}
 		for _, o := range page.Contents {
 			if ownkeys.IsSettingsAnywhere(aws.ToString(o.Key)) {
-				continue // the folders' settings markers: fingerprint_test.go
+				continue // the folders' settings markers: settings_marker_test.go
 			}
 			res, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
 			if err != nil {

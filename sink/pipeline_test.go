@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/s3once/s3once/internal/s3test"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -17,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3once/s3once/internal/s3test"
+
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
@@ -24,6 +25,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/rtrackers/offsetrange"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 )
@@ -327,17 +329,26 @@ func assertPanics(t *testing.T, want string, f func()) {
 type logCapture struct {
 	mu     sync.Mutex
 	errors []string
+	all    []string
 }
 
 func (c *logCapture) Enabled(context.Context, slog.Level) bool { return true }
 
 func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if r.Level >= slog.LevelError {
-		c.mu.Lock()
 		c.errors = append(c.errors, r.Message)
-		c.mu.Unlock()
 	}
+	c.all = append(c.all, r.Message)
 	return nil
+}
+
+// logged reports whether a message holding sub was logged.
+func (c *logCapture) logged(sub string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.ContainsFunc(c.all, func(m string) bool { return strings.Contains(m, sub) })
 }
 
 func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler { return c }
@@ -426,7 +437,10 @@ func TestFinalizeAlwaysOnPrism(t *testing.T) {
 	t.Logf("%d files, %d callbacks registered, %d ran, %d ERROR lines from the SDK harness", len(results(t)), registered, run, len(logs.errorLines()))
 }
 
-// TestFinalizeMode checks how FinalizeCommit resolves, by runner.
+// TestFinalizeMode checks how FinalizeCommit resolves: FinalizeAuto is
+// FinalizeNever on every runner, Dataflow included (a commit at bundle
+// finalization escapes the run-wide barrier), and FinalizeAlways holds
+// where builds support finalization.
 func TestFinalizeMode(t *testing.T) {
 	cases := []struct {
 		setting, runner string
@@ -438,20 +452,30 @@ func TestFinalizeMode(t *testing.T) {
 		{FinalizeAuto, "PrismRunner", true, FinalizeNever},
 		{"", "universal", true, FinalizeNever},
 		{"", "flink", true, FinalizeNever},
-		{"", "dataflow", true, FinalizeAlways},
-		{FinalizeAuto, "DataflowRunner", true, FinalizeAlways},
+		{"", "dataflow", true, FinalizeNever},
+		{FinalizeAuto, "DataflowRunner", true, FinalizeNever},
 		{FinalizeAuto, "dataflow", false, FinalizeNever},
 		{FinalizeAlways, "prism", true, FinalizeAlways},
+		{FinalizeAlways, "dataflow", true, FinalizeAlways},
 		{FinalizeAlways, "prism", false, FinalizeNever},
 		{FinalizeNever, "dataflow", true, FinalizeNever},
 	}
+	defer func(old string) { *runners.Runner = old }(*runners.Runner)
 	for _, c := range cases {
-		got, err := finalizeMode(c.setting, c.runner, c.supported)
+		got, err := finalizeMode(c.setting, c.supported)
 		if err != nil || got != c.want {
-			t.Errorf("finalizeMode(%q, %q, %v) = %q, %v; want %q", c.setting, c.runner, c.supported, got, err, c.want)
+			t.Errorf("finalizeMode(%q, %v) on runner %q = %q, %v; want %q", c.setting, c.supported, c.runner, got, err, c.want)
+		}
+		// The runner flag never changes the resolved mode.
+		*runners.Runner = c.runner
+		cfg := testConfig("bucket", "out")
+		cfg.FinalizeCommit = c.setting
+		st, err := cfg.settings()
+		if want := map[bool]string{true: c.want, false: FinalizeNever}[finalizeSupported]; err != nil || st.FinalizeCommit != want {
+			t.Errorf("Config{FinalizeCommit: %q} on runner %q resolves to %q, %v; want %q", c.setting, c.runner, st.FinalizeCommit, err, want)
 		}
 	}
-	if _, err := finalizeMode("sometimes", "", true); err == nil || !strings.Contains(err.Error(), `FinalizeCommit "sometimes"`) {
+	if _, err := finalizeMode("sometimes", true); err == nil || !strings.Contains(err.Error(), `FinalizeCommit "sometimes"`) {
 		t.Errorf("an unknown setting: %v", err)
 	}
 	cfg := testConfig("bucket", "out")
@@ -532,6 +556,6 @@ func TestBeamFinalizationFaults(t *testing.T) {
 		t.Fatalf("%d callbacks registered; want 20", registered)
 	}
 	if run == registered || lost == 0 {
-		t.Errorf("Beam runs every callback (%d of %d) and logs %d lost-finalization lines: the SDK's finalization may be fixed; revisit FinalizeAuto and the README's limits", run, registered, lost)
+		t.Errorf("Beam runs every callback (%d of %d) and logs %d lost-finalization lines: the SDK's finalization may be fixed; revisit FinalizeAuto and the limits in docs/guarantees.md", run, registered, lost)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
@@ -143,14 +144,53 @@ func Preflight(ctx context.Context, cfg Config) error {
 			return pe
 		}
 	}
-	client, err := s.newClient(ctx)
+	client, err := s.newClient(ctx, s3call.NewThrottle(s.ThrottleBudget))
 	if err != nil {
 		pe.Problems = append(pe.Problems, PreflightProblem{Check: "load the AWS configuration", Err: err,
 			Hint: "check AWS_REGION, AWS_PROFILE and the shared config files"})
 		return pe
 	}
+	if pr, ok := findCredentials(ctx, client); !ok {
+		pe.Problems = append(pe.Problems, pr)
+		pe.Unchecked = append(pe.Unchecked, "every S3 call (no credentials to sign it with)")
+		return pe
+	}
 	return preflight(ctx, client, s, pe)
 }
+
+// errNoCredentials: the standard chain found no credentials at all.
+var errNoCredentials = errors.New("no AWS credentials found (environment, shared files, SSO, container or instance role)")
+
+// findCredentials asks the client's credential chain for credentials once,
+// before any S3 call, so that a missing or broken source is one problem
+// rather than the same failure repeated by every probe. A chain that fell
+// through to the instance role, and found none, found nothing at all; its
+// metadata-service error is kept for errors.Is but not printed.
+func findCredentials(ctx context.Context, c *s3.Client) (PreflightProblem, bool) {
+	creds := c.Options().Credentials
+	if creds == nil {
+		return PreflightProblem{}, true
+	}
+	cctx, cancel := context.WithTimeout(ctx, preflightCallTimeout)
+	defer cancel()
+	_, err := creds.Retrieve(cctx)
+	switch {
+	case err == nil:
+		return PreflightProblem{}, true
+	case aws.IsCredentialsProvider(creds, (*ec2rolecreds.Provider)(nil)):
+		return PreflightProblem{Check: "find credentials", Err: quietError{errNoCredentials, err},
+			Hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or Config.AccessKeyID and SecretAccessKey"}, false
+	}
+	return PreflightProblem{Check: "load credentials", Err: err,
+		Hint: "check AWS_PROFILE, the shared config and credentials files, and the SSO session (aws sso login)"}, false
+}
+
+// quietError prints as msg and unwraps to both msg and the error it
+// summarises.
+type quietError struct{ msg, detail error }
+
+func (e quietError) Error() string   { return e.msg.Error() }
+func (e quietError) Unwrap() []error { return []error{e.msg, e.detail} }
 
 // connectionSettings keeps what the S3 checks need of an invalid Config, if
 // that part of it is sound; otherwise why says which part is not.
@@ -251,7 +291,7 @@ func (p *prober) run(ctx context.Context) {
 	})
 
 	// The folder's settings marker: a folder written with other
-	// byte-affecting settings is refused up front (fingerprint.go).
+	// byte-affecting settings is refused up front (settings_marker.go).
 	p.checkSettings(ctx)
 
 	// 2. A file's upload under the output prefix, never completed.
@@ -530,6 +570,10 @@ func (p *prober) classify(what, bucket, key, perm string, err error) {
 	case code == s3call.NoSuchBucket:
 		p.fatal = true
 		p.add("find the bucket", "s3://"+bucket, "", "create the bucket, or fix the bucket name", err)
+	case code == s3call.InvalidBucketName:
+		p.fatal = true
+		p.add("use the bucket name", "s3://"+bucket, "",
+			fmt.Sprintf("the server refuses the bucket name %q: fix Config.Bucket (bucket names have 3 to 63 lower-case letters, digits, '.' and '-')", bucket), err)
 	case code == s3call.WrongRegion:
 		p.fatal = true
 		p.add("reach the bucket in its region", "s3://"+bucket, "", "set the bucket's region (Config.Region or AWS_REGION)", err)

@@ -39,7 +39,7 @@ type requestSettings struct {
 	// VersionedBucket is not a header: it tells the committer to remove old
 	// versions of s3once's staging keys (committer.Options.Versioned).
 	VersionedBucket bool `json:"versionedBucket,omitempty"`
-	// CompletionMarker is not a header either: see marker.go.
+	// CompletionMarker is not a header either: see completion_marker.go.
 	CompletionMarker string `json:"completionMarker,omitempty"`
 }
 

@@ -84,7 +84,7 @@ type bundleRun struct {
 // at the same records). It may run on any goroutine: it reports failures
 // instead of failing the test.
 func (r *runner) attempt(ctx context.Context, elem batch, rest restriction, seed uint64) bundleRun {
-	ffn := &finalizingWriteFilesFn{writeFilesFn{S: r.s}}
+	ffn := &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s}}
 	fn := &ffn.writeFilesFn
 	fn.committer = r.cm
 	if err := fn.init(r.client); err != nil {

@@ -177,7 +177,7 @@ func (r *runner) runFrom(b batch, rest restriction) []pendingFile {
 			t.Fatal("the writer does not make progress")
 		}
 		elem := r.roundTripBatch(b)
-		ffn := &finalizingWriteFilesFn{writeFilesFn{S: r.s}}
+		ffn := &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s}}
 		if r.shared != nil {
 			ffn = r.shared
 		}

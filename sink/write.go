@@ -8,8 +8,10 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamruntime "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
@@ -86,6 +88,9 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		if err := checkTopLevel(cfg.Destination); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
 		}
+		if err := checkResolvable(cfg.Destination); err != nil {
+			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
+		}
 		ef := &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.Destination)}
 		if _, err := json.Marshal(ef); err != nil {
 			return beam.PCollection{}, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
@@ -109,10 +114,15 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	// Each DoFn carries only the settings it reads (see settings).
+	// Each DoFn carries only the settings it reads (see settings). The
+	// folder's settings marker (settings_marker.go) is judged, and written in a
+	// new folder, before any commit: by the barrier where it applies, by the
+	// commit stage elsewhere, and first by the writer that commits at
+	// bundle finalization.
+	marker := encodeFingerprint(st.fingerprint())
 	var writer any = &writeFilesFn{S: st.forWriter()}
 	if st.FinalizeCommit == FinalizeAlways {
-		writer = &finalizingWriteFilesFn{writeFilesFn{S: st.forWriter()}}
+		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.forWriter()}, Settings: marker}
 	}
 	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {
@@ -120,25 +130,29 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	}
 	applies, why := barrierApplies(st, col)
 	logGuarantee(st, applies, why) // barrier.go
-	// The folder's settings marker (fingerprint.go): the barrier checks it
-	// where it applies, the commit stage elsewhere.
-	marker, commitMarker := encodeFingerprint(st.fingerprint()), []byte(nil)
+	commit := &commitFn{S: st.forCommit()}
 	if applies {
-		if pending, err = withBarrier(s, st.forCommit(), pending, marker); err != nil {
+		if pending, err = withBarrier(s, st.forCommit(), pending, marker, st.fileExt()); err != nil {
 			return beam.PCollection{}, err
 		}
 	} else {
-		commitMarker = marker
+		commit.Settings, commit.Manifests = marker, st.OutputVersion >= 2
 	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	files, err := single(beam.TryParDo(s.Scope("Commit"), &commitFn{S: st.forCommit(), Settings: commitMarker}, shuffled))
+	files, err := single(beam.TryParDo(s.Scope("Commit"), commit, shuffled))
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	if err := withMarkers(s, files, st); err != nil { // marker.go
+	if st.OutputVersion >= 2 {
+		lateness := time.Duration(col.WindowingStrategy().AllowedLateness) * time.Millisecond
+		err = withManifests(s, files, st, applies, lateness) // manifests.go
+	} else {
+		err = withMarkers(s, files, st) // completion_marker.go
+	}
+	if err != nil {
 		return beam.PCollection{}, err
 	}
 	return files, nil
@@ -157,6 +171,18 @@ func checkTopLevel(fn any) error {
 		if strings.HasSuffix(part, "-fm") || (strings.HasPrefix(part, "func") && strings.Trim(part[4:], "0123456789") == "" && len(part) > 4) {
 			return fmt.Errorf("cannot be serialised for the workers: %s is a function literal or a method value; use a top-level function registered with the register package", name)
 		}
+	}
+	return nil
+}
+
+// checkResolvable makes sure the workers will find fn by its name: it is
+// registered, or this binary (which the workers run too) can look it up in
+// its symbol table. A binary built with -ldflags=-s has none, and the job
+// would otherwise fail on its workers, after the runner started.
+func checkResolvable(fn any) error {
+	name := reflectx.FunctionName(fn)
+	if _, err := beamruntime.ResolveFunction(name, reflect.TypeOf(fn)); err != nil {
+		return fmt.Errorf("%s is not registered, and this binary cannot find it by name (its symbol table was stripped, as -ldflags=-s does): register it in an init function with the register package (register.Function1x1 and the like): %w", name, err)
 	}
 	return nil
 }

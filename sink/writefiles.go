@@ -144,18 +144,50 @@ func (f *writeFilesFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker,
 // finalizingWriteFilesFn is writeFilesFn asking for bundle finalization: it
 // also commits every file it closes in a finalization callback (see
 // registerCommit).
+//
+// Its callbacks commit before any commit stage or barrier could look at the
+// folder, so the instance first makes sure the folder's settings marker
+// holds this run's settings (judged, and written in a new folder), before
+// it registers any callback: a rerun with other settings is refused before
+// any commit (the partition guarantee is weaker here: docs/guarantees.md).
 type finalizingWriteFilesFn struct {
 	writeFilesFn
+	// Settings is the folder's settings marker for this run.
+	Settings []byte `json:"settings,omitempty"`
+
+	fp    fingerprint
+	guard settingsGuard
 }
 
-// ProcessElement is writeFilesFn's, with the bundle's finalizer.
+func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
+	if err := f.writeFilesFn.Setup(ctx); err != nil {
+		return err
+	}
+	if len(f.Settings) > 0 {
+		fp, err := decodeFingerprint(f.Settings)
+		if err != nil {
+			return fmt.Errorf("s3once sink: the run's settings marker: %w", err)
+		}
+		f.fp = fp
+	}
+	return nil
+}
+
+// ProcessElement is writeFilesFn's, with the bundle's finalizer, once the
+// folder's settings marker is known to hold this run's settings.
 func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+	if f.fp != nil {
+		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.fp, "this run committed nothing; its uploads are left for the sweep"); err != nil {
+			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
+		}
+	}
 	return f.process(ctx, bf, rt, b, emit)
 }
 
 // process writes the records of rt's restriction; bf is nil when the DoFn
 // does not finalize bundles.
 func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
+	defer reportThrottling(ctx)
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: unexpected restriction %T", rt.GetRestriction())
@@ -482,6 +514,7 @@ func (w *fileWriter) close() error {
 		Bucket: cr.Bucket, Key: key, Bytes: cr.Size(), Records: w.records,
 		Window: w.b.Window, Destination: w.b.Destination, Shard: w.b.Shard,
 		FileIndex: w.index, Pane: w.b.Pane, SubBatch: w.b.SubBatch, SubBatches: w.b.SubBatches,
+		CRC64NVME: cr.CRC(),
 	}
 	w.emit(pendingFile{Commit: enc, Result: res})
 	w.fn.registerCommit(w.bf, cr)

@@ -13,6 +13,10 @@
 // committed and keeps them (the summary says how many were committed
 // earlier). Change --records or --seed together with --prefix, since a key
 // that already holds other bytes is refused, loudly.
+//
+// With -serve (make server) it runs no pipeline: it starts the same server
+// on 127.0.0.1:7070 (-port), makes the bucket, prints what a program of
+// one's own needs to reach it, and stops the server on Ctrl-C.
 package main
 
 import (
@@ -39,6 +43,7 @@ import (
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3server"
 	"github.com/s3once/s3once/pipelines/corpus"
+	"github.com/s3once/s3once/program"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -47,13 +52,40 @@ func main() {
 	flag.StringVar(&o.data, "data", "", "data folder of the S3 server (default: .s3data at the repository root)")
 	flag.StringVar(&o.bucket, "bucket", "demo", "bucket to write to (created if missing)")
 	flag.StringVar(&o.prefix, "prefix", "", "key prefix of the files (default: corpus, or corpus-parquet with -format parquet)")
-	flag.StringVar(&o.format, "format", "jsonl", "file format: jsonl (gzip JSON Lines) or parquet (snappy pages)")
+	flag.StringVar(&o.format, "format", "jsonl", "file format: jsonl (gzip JSON Lines), parquet (snappy pages), or iceberg (Parquet files appended to an Iceberg table; needs a binary built with -tags iceberg)")
 	flag.IntVar(&o.records, "records", 100_000, "documents to generate")
 	flag.Uint64Var(&o.seed, "seed", 1, "corpus seed")
 	flag.BoolVar(&o.verbose, "verbose", false, "show the runner's logs")
+	serveMode := flag.Bool("serve", false, "only start the S3 server, for a program of your own, until Ctrl-C")
+	port := flag.Int("port", ServePort, "with -serve: the loopback port to listen on")
 	flag.Parse()
 	beam.Init()
+	if *serveMode {
+		os.Exit(serveMain(serveOptions{data: o.data, bucket: o.bucket, port: *port}))
+	}
 	os.Exit(run(o, os.Stdout, os.Stderr))
+}
+
+// serveMain runs serve until SIGINT or SIGTERM and returns the exit code.
+func serveMain(o serveOptions) int {
+	if o.data == "" {
+		root, err := repoRoot()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "s3once server: %v\n", err)
+			return 1
+		}
+		o.data = filepath.Join(root, ".s3data")
+	}
+	if abs, err := filepath.Abs(o.data); err == nil {
+		o.data = abs
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "s3once server: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 type options struct {
@@ -62,6 +94,16 @@ type options struct {
 	records              int
 	seed                 uint64
 	verbose              bool
+}
+
+// tableStage appends a run's files to a table (-format iceberg, in a
+// binary built with -tags iceberg).
+type tableStage interface {
+	// prefix is the run's folder, the sink's Prefix.
+	prefix() (string, error)
+	// commit appends the run's files and prints the snapshot and row
+	// counts.
+	commit(ctx context.Context, w io.Writer, rs []sink.FileResult) error
 }
 
 func run(o options, out, errOut io.Writer) int {
@@ -77,13 +119,15 @@ func run(o options, out, errOut io.Writer) int {
 	if o.data == "" {
 		o.data = filepath.Join(root, ".s3data")
 	}
-	parquet := false
+	parquet, iceberg := false, false
 	switch o.format {
 	case "", "jsonl":
 	case "parquet":
 		parquet = true
+	case "iceberg":
+		parquet, iceberg = true, true
 	default:
-		return fail("-format %q: jsonl or parquet", o.format)
+		return fail("-format %q: jsonl, parquet or iceberg", o.format)
 	}
 	if o.prefix == "" {
 		o.prefix = "corpus"
@@ -120,6 +164,15 @@ func run(o options, out, errOut io.Writer) int {
 	client := srv.Client(s3server.ClientOptions{MaxAttempts: 3})
 	if err := ensureBucket(ctx, client, o.bucket); err != nil {
 		return fail("%v", err)
+	}
+	var table tableStage
+	if iceberg {
+		if table, err = openIceberg(ctx, srv.Endpoint(), o.data, o.bucket, o); err != nil {
+			return fail("%v", err)
+		}
+		if o.prefix, err = table.prefix(); err != nil {
+			return fail("%v", err)
+		}
 	}
 	cfg := sink.Config{
 		Bucket: o.bucket, Prefix: o.prefix,
@@ -159,9 +212,9 @@ func run(o options, out, errOut io.Writer) int {
 		// The runner hands back the error's text only: its code token says
 		// what happened.
 		if errcode.Has(err, errcode.KeyTaken) {
-			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", app.Cause(err), rel)
+			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", program.Cause(err), rel)
 		}
-		return fail("pipeline failed after %v: %s\n\nthe runner's report:\n%v", res.Elapsed.Round(time.Millisecond), app.Cause(err), err)
+		return fail("the runner's report:\n%v\n\npipeline failed after %v: %s", program.Report(err), res.Elapsed.Round(time.Millisecond), program.Cause(err))
 	}
 	fmt.Fprintln(out)
 	sum := app.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}
@@ -173,6 +226,11 @@ func run(o options, out, errOut io.Writer) int {
 			return fail("%v", err)
 		}
 		showParquetFiles(out, rel, o.bucket, res.Results)
+		if table != nil {
+			if err := table.commit(ctx, out, res.Results); err != nil {
+				return fail("%v", err)
+			}
+		}
 	} else {
 		showFiles(out, rel, o.bucket, res.Results)
 	}

@@ -40,9 +40,14 @@ exactly that key (or only --upload-id) with its parts (sizes, ETags, part
 checksums), each upload's side objects under --staging-prefix (the latest
 tail marked), and what s3once would do: "committed" (an object is at the
 key; any upload of it is a left-over), "open" (resumable from a token that
-names it), or "left-over" (initiated more than --older-than ago: the sweep
-would abort it), with the sweep command that removes left-overs. It only
-reads: nothing in the bucket changes. Ages use this machine's clock.
+names it, if a runner's checkpoint still holds one: a writer that died on
+the embedded runner leaves none), or "left-over" (initiated more than
+--older-than ago: the sweep would abort it), with the sweep command that
+removes left-overs: on the same server (--s3-endpoint, --path-style,
+--region, --profile as given), under the sink's prefix (--prefix, else the
+nearest folder above the key with a settings marker, else the key's
+folder). It only reads: nothing in the bucket changes. Ages use this
+machine's clock.
 
 Exit codes: 0 decoded or described, 1 not a valid token (or unreadable), or
 an S3 call failed, 2 usage error.
@@ -60,7 +65,7 @@ func inspectCmd(ctx context.Context, e env, args []string) error {
 		key       = fs.String("key", "", "the key to describe (with --bucket)")
 		uploadID  = fs.String("upload-id", "", "describe only this upload of the key")
 		staging   = fs.String("staging-prefix", s3call.DefaultStagingPrefix, "prefix of the side objects")
-		prefix    = fs.String("prefix", "", "the sink's output prefix, for the sweep command (default: the key's folder)")
+		prefix    = fs.String("prefix", "", "the sink's output prefix, for the sweep command (default: the nearest folder above the key with a settings marker, else the key's folder)")
 		asJSON    = fs.Bool("json", false, "print the description as JSON")
 		olderThan = age{d: 7 * 24 * time.Hour}
 		cf        clientFlags
@@ -81,7 +86,7 @@ func inspectCmd(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return err
 		}
-		rep, err := inspectKey(ctx, client, *bucket, *key, *uploadID, *staging, *prefix, olderThan.d, time.Now())
+		rep, err := inspectKey(ctx, client, *bucket, *key, *uploadID, *staging, *prefix, cf, olderThan.d, time.Now())
 		if err != nil {
 			return err
 		}

@@ -102,7 +102,12 @@ type s3Reader interface {
 // inspectKey reads what the bucket holds for key: the object, every open
 // upload of exactly that key (or only uploadID when given) with its parts,
 // and each upload's side objects under staging. It changes nothing.
-func inspectKey(ctx context.Context, c s3Reader, bucket, key, uploadID, staging, sweepPrefix string, cutoff time.Duration, now time.Time) (keyReport, error) {
+//
+// The report's sweep command carries cf's endpoint and addressing, so that
+// it reaches the same server when pasted, and the sink's output prefix:
+// sweepPrefix when given, else the nearest folder above the key that holds
+// a settings marker, else the key's own folder.
+func inspectKey(ctx context.Context, c s3Reader, bucket, key, uploadID, staging, sweepPrefix string, cf clientFlags, cutoff time.Duration, now time.Time) (keyReport, error) {
 	staging = s3call.StagingPrefix(staging)
 	rep := keyReport{Bucket: bucket, Key: key, StagingPrefix: staging, CheckedAt: now.UTC(), Uploads: []uploadReport{}}
 	rep.OwnFileName = ownkeys.IsFileName("", key)
@@ -153,8 +158,43 @@ func inspectKey(ctx context.Context, c s3Reader, bucket, key, uploadID, staging,
 	case len(rep.Uploads) > 0:
 		rep.State = "left-over"
 	}
-	rep.SweepCommand = sweepCommand(bucket, sweepPrefix, key, staging, cutoff)
+	if sweepPrefix == "" {
+		if sweepPrefix, err = sinkPrefix(ctx, c, bucket, key); err != nil {
+			return rep, err
+		}
+	}
+	rep.SweepCommand = sweepCommand(bucket, sweepPrefix, key, staging, cf, cutoff)
 	return rep, nil
+}
+
+// wholeBucket is sinkPrefix's answer for a sink writing at the bucket's
+// root.
+const wholeBucket = "/"
+
+// sinkPrefix finds the output prefix of the sink that wrote key: the
+// nearest folder above it holding the settings marker each sink folder
+// has (wholeBucket for the root), or "" when there is none.
+func sinkPrefix(ctx context.Context, c s3Reader, bucket, key string) (string, error) {
+	for dir := path.Dir(key); ; dir = path.Dir(dir) {
+		folder := ""
+		if dir != "." && dir != "/" {
+			folder = dir
+		}
+		marker := ownkeys.SettingsKey(folder)
+		_, err := s3call.Do(ctx, inspectPolicy, "", func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+			return c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(marker)})
+		})
+		switch {
+		case err == nil && folder == "":
+			return wholeBucket, nil
+		case err == nil:
+			return ownkeys.Folder(folder), nil
+		case !s3call.IsNotFound(err):
+			return "", fmt.Errorf("look for the settings marker s3://%s/%s: %w", bucket, marker, err)
+		case folder == "":
+			return "", nil
+		}
+	}
 }
 
 // readUpload lists the upload's parts and its side objects.
@@ -214,7 +254,7 @@ func uploadState(committed bool, u *uploadReport, cutoff time.Duration, now time
 	case now.Sub(u.Initiated) >= cutoff:
 		return "left-over", fmt.Sprintf("initiated more than %s ago: the sweep would abort it and delete its side objects now", cutoff)
 	}
-	return "open", fmt.Sprintf("open, resumable from a token that names it (a checkpoint's resume token, or a commit token the commit stage completes); last written %s; the sweep aborts it after %s if no run completes it", last.Format(time.RFC3339), sweepAt.Format(time.RFC3339))
+	return "open", fmt.Sprintf("open, resumable from a token that names it if a runner's checkpoint still holds one (a resume token, or a commit token the commit stage completes); if its writer died on the embedded runner (prism), which keeps no checkpoint, no token survives; the sweep removes it after %s if no run completes it; last written %s", sweepAt.Format(time.RFC3339), last.Format(time.RFC3339))
 }
 
 func later(a, b time.Time) time.Time {
@@ -224,9 +264,10 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// sweepCommand is the sweep that removes the key's left-overs: the output
-// prefix given, else the key's folder.
-func sweepCommand(bucket, prefix, key, staging string, cutoff time.Duration) string {
+// sweepCommand is the sweep that removes the key's left-overs, on the
+// server cf names: the output prefix given (wholeBucket for the root),
+// else the key's folder.
+func sweepCommand(bucket, prefix, key, staging string, cf clientFlags, cutoff time.Duration) string {
 	if prefix == "" {
 		if d := path.Dir(key); d != "." {
 			prefix = d + "/"
@@ -234,7 +275,7 @@ func sweepCommand(bucket, prefix, key, staging string, cutoff time.Duration) str
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "s3once sweep --bucket %s", shellQuote(bucket))
-	if prefix == "" {
+	if prefix == "" || prefix == wholeBucket {
 		b.WriteString(" --whole-bucket")
 	} else {
 		fmt.Fprintf(&b, " --prefix %s", shellQuote(prefix))
@@ -242,6 +283,7 @@ func sweepCommand(bucket, prefix, key, staging string, cutoff time.Duration) str
 	if staging != s3call.DefaultStagingPrefix {
 		fmt.Fprintf(&b, " --staging-prefix %s", shellQuote(staging))
 	}
+	b.WriteString(cf.args())
 	fmt.Fprintf(&b, " --older-than %s --dry-run", formatAge(cutoff))
 	return b.String()
 }

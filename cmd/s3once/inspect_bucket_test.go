@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3test"
@@ -78,6 +81,22 @@ func TestInspectBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An open file in a destination's folder of a sink whose folder holds
+	// its settings marker.
+	deepKey := ownkeys.FileKey("sink", "day=1", ownkeys.FileName{Window: "global", Shard: 0, Shards: 4, File: 0, Ext: ".txt"})
+	deep, err := w.Open(ctx, b, deepKey, recoverable.ObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deep.Dispose(ctx)
+	deep.Write([]byte("deep"))
+	if _, err := deep.Persist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String(ownkeys.SettingsKey("sink")), Body: strings.NewReader("settings")}); err != nil {
+		t.Fatal(err)
+	}
+
 	state := func() string {
 		keys := s3test.Keys(t, client, b, "")
 		ups := s3test.Uploads(t, client, b)
@@ -88,7 +107,7 @@ func TestInspectBucket(t *testing.T) {
 	env := []string{"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey}
 	inspect := func(key string, extra ...string) result {
 		t.Helper()
-		args := append([]string{"inspect", "--bucket", b, "--key", key, "--endpoint", srv.Endpoint(), "--path-style"}, extra...)
+		args := append([]string{"inspect", "--bucket", b, "--key", key, "--s3-endpoint", srv.Endpoint(), "--path-style"}, extra...)
 		r := runCmd(t, "", env, args...)
 		if r.code != exitOK {
 			t.Fatalf("inspect %s: exit %d: %s", key, r.code, r.stderr)
@@ -120,13 +139,28 @@ func TestInspectBucket(t *testing.T) {
 	if len(u.Side) != 2 || u.LatestTail != rr.Tail.Object {
 		t.Errorf("side objects %+v, latest %q; want 2, the latest %q", u.Side, u.LatestTail, rr.Tail.Object)
 	}
-	if !strings.Contains(rep.SweepCommand, "--prefix out/") || !strings.Contains(rep.SweepCommand, "--older-than 7d") {
+	// The sweep command reaches the same server when pasted.
+	if !strings.Contains(rep.SweepCommand, "--prefix out/") || !strings.Contains(rep.SweepCommand, "--older-than 7d") ||
+		!strings.Contains(rep.SweepCommand, "--s3-endpoint "+srv.Endpoint()+" --path-style") {
 		t.Errorf("sweep command %q", rep.SweepCommand)
+	}
+	pasted := strings.Fields(rep.SweepCommand)
+	if pasted[0] != "s3once" {
+		t.Fatalf("sweep command %q", rep.SweepCommand)
+	}
+	if r := runCmd(t, "", env, pasted[1:]...); r.code != exitOK || !strings.Contains(r.stdout, "dry run") {
+		t.Errorf("the pasted sweep command: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// A key below a destination's folder: the sweep covers the sink's
+	// prefix, found by its settings marker.
+	if rep := report(deepKey); rep.State != "open" || !strings.Contains(rep.SweepCommand, "--prefix sink/ ") {
+		t.Errorf("a key under sink/day=1/: state %s, sweep command %q", rep.State, rep.SweepCommand)
 	}
 	text := inspect(openKey).stdout
 	t.Logf("inspect %s:\n%s", openKey, text)
 	for _, want := range []string{"s3://" + b + "/" + openKey + ": open", "object: none at the key", "open uploads: 1", rr.UploadID,
-		rr.Tail.Object + ": ", "(latest tail)", "resumable from a token", "s3once sweep --bucket " + b + " --prefix out/"} {
+		rr.Tail.Object + ": ", "(latest tail)", "resumable from a token", "no token survives; the sweep removes it",
+		"s3once sweep --bucket " + b + " --prefix out/"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text does not say %q:\n%s", want, text)
 		}

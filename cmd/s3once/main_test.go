@@ -89,6 +89,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"sweep", "--help"}, exitOK, "checkpoint is retained", ""},
 		{[]string{"sweep", "-h"}, exitOK, "-dry-run", ""},
 		{[]string{"inspect", "--help"}, exitOK, "--base64", ""},
+		{[]string{"help", "verify"}, exitOK, "named like s3once's", ""},
+		{[]string{"help"}, exitOK, "verify   prove", ""},
 		{[]string{"sweep"}, exitUsage, "", "--bucket is required"},
 		{[]string{"sweep", "--bucket", "b"}, exitUsage, "", "--prefix is required"},
 		{[]string{"sweep", "--bucket", "b", "--prefix", "p"}, exitUsage, "", "--older-than is required"},
@@ -246,9 +248,10 @@ func TestSweep(t *testing.T) {
 	file := func(n int) string {
 		return ownkeys.FileKey("out", "", ownkeys.FileName{Window: "global", Shard: n, Shards: 4, File: 0, Ext: ".txt"})
 	}
-	open(file(0))
+	staleUpload := open(file(0))
 	open("out/another-tool.bin") // not s3once's: never aborted
-	put(ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "old", 1, "0a1b2c3d"))
+	staleSide := ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "old", 1, "0a1b2c3d")
+	put(staleSide)
 	// The server's Date header has a one-second grain and may trail by up
 	// to two seconds: wait long enough that 8s of age is unmistakable. The
 	// new things must stay younger than 8s through the five sweeps below,
@@ -256,12 +259,13 @@ func TestSweep(t *testing.T) {
 	time.Sleep(10300 * time.Millisecond)
 	open(file(1))
 	open("out-v2/" + path.Base(file(2))) // a sibling folder, not under out/
-	put(ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "new", 1, "0a1b2c3d"))
+	youngSide := ownkeys.SideObjectKey(recoverable.DefaultStagingPrefix, "new", 1, "0a1b2c3d")
+	put(youngSide)
 
 	env := []string{
 		"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey,
 	}
-	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "8s", "--endpoint", srv.Endpoint(), "--path-style"}
+	args := []string{"sweep", "--bucket", b, "--prefix", "out", "--older-than", "8s", "--s3-endpoint", srv.Endpoint(), "--path-style"}
 
 	// A cutoff typo (8s, 7m for 7d) is refused without --force; so is a
 	// staging prefix over the output.
@@ -272,6 +276,9 @@ func TestSweep(t *testing.T) {
 	r = runCmd(t, "", env, append(args, "--force", "--staging-prefix", "out/tmp")...)
 	if r.code != exitUsage || !strings.Contains(r.stderr, "StagingPrefix") {
 		t.Fatalf("a staging prefix over the output: exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "s3once sweep: s3once sweep") || !strings.HasPrefix(r.stderr, "s3once sweep") {
+		t.Errorf("the message repeats or lacks its prefix: %s", r.stderr)
 	}
 	if u, s := count(); u != 4 || s != 2 {
 		t.Fatalf("refused sweeps changed things: %d uploads, %d side objects", u, s)
@@ -285,6 +292,30 @@ func TestSweep(t *testing.T) {
 		!strings.Contains(r.stdout, "not s3once's 1") || strings.Contains(r.stdout, "clock is off") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	// It lists what would go, key by key, uploads first, and nothing else.
+	listed := r.stdout[strings.Index(r.stdout, "would remove:"):]
+	for _, want := range []string{"upload       " + file(0) + "  upload " + staleUpload, "side object  " + staleSide} {
+		if !strings.Contains(listed, want) {
+			t.Errorf("the dry run does not list %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, kept := range []string{file(1), "another-tool.bin", youngSide, "out-v2/"} {
+		if strings.Contains(listed, kept) {
+			t.Errorf("the dry run lists %s, which stays:\n%s", kept, r.stdout)
+		}
+	}
+	if strings.Index(listed, staleSide) < strings.Index(listed, file(0)) {
+		t.Errorf("side objects listed before uploads:\n%s", listed)
+	}
+	// --limit bounds the list and says how many more there are.
+	r = runCmd(t, "", env, append(args, "--dry-run", "--limit", "1")...)
+	if r.code != exitOK || !strings.Contains(r.stdout, file(0)) || strings.Contains(r.stdout, staleSide) || !strings.Contains(r.stdout, "... and 1 more (--limit 2 lists them all)") {
+		t.Errorf("--limit 1: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCmd(t, "", env, append(args, "--dry-run", "--limit", "0")...)
+	if r.code != exitOK || strings.Contains(r.stdout, "would remove:") || !strings.Contains(r.stdout, "... and 2 more") {
+		t.Errorf("--limit 0: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 
 	r = runCmd(t, "", env, append(args, "--dry-run", "--json")...)
 	if r.code != exitOK {
@@ -297,6 +328,22 @@ func TestSweep(t *testing.T) {
 	if !rep.DryRun || rep.Uploads.Stale != 1 || rep.Uploads.Removed != 0 || rep.Uploads.Kept != 1 || rep.Uploads.NotOwn != 1 || rep.Uploads.Bytes != 1000 ||
 		rep.SideObjects.Stale != 1 || rep.SideObjects.Kept != 1 || rep.OlderThanSec != 8 {
 		t.Fatalf("dry-run report %+v", rep)
+	}
+	wantItems := []itemJSON{
+		{Kind: "upload", Key: file(0), UploadID: staleUpload, Bytes: 1000},
+		{Kind: "side object", Key: staleSide, Bytes: int64(len("tail"))},
+	}
+	if len(rep.Items) != len(wantItems) || rep.ItemsNotListed != 0 {
+		t.Fatalf("dry-run items %+v (%d not listed), want %+v", rep.Items, rep.ItemsNotListed, wantItems)
+	}
+	for i, it := range rep.Items {
+		if it.Time == nil || it.Time.IsZero() {
+			t.Errorf("item %d has no time: %+v", i, it)
+		}
+		it.Time = nil
+		if it != wantItems[i] {
+			t.Errorf("item %d: %+v, want %+v", i, it, wantItems[i])
+		}
 	}
 	if !strings.Contains(r.stderr, "warning: the cutoff is only") {
 		t.Fatalf("no short-cutoff warning: %s", r.stderr)
@@ -314,7 +361,7 @@ func TestSweep(t *testing.T) {
 	}
 
 	// A sweep that fails: exit 1.
-	r = runCmd(t, "", env, "sweep", "--bucket", "no-such-bucket-here", "--prefix", "out/", "--older-than", "7d", "--endpoint", srv.Endpoint(), "--path-style")
+	r = runCmd(t, "", env, "sweep", "--bucket", "no-such-bucket-here", "--prefix", "out/", "--older-than", "7d", "--s3-endpoint", srv.Endpoint(), "--path-style")
 	if r.code != exitFail || !strings.Contains(r.stderr, "no-such-bucket-here") {
 		t.Fatalf("missing bucket: exit %d: %s", r.code, r.stderr)
 	}

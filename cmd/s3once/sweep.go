@@ -1,19 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3req"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -34,13 +33,15 @@ unless --force is given. A staging prefix over the output prefix is refused.
 Use --dry-run first.
 
 Prints a summary (or --json) on stdout, warnings and a progress line on
-stderr. Exit codes: 0 success, 1 the sweep failed in whole or in part,
+stderr. A dry run also lists what it would remove, one line (or, with
+--json, one item) per upload, side object or old version, the first
+--limit of them in key order. Exit codes: 0 success, 1 the sweep failed in whole or in part,
 2 usage error.
 
 Examples:
   s3once sweep --bucket data --prefix events/ --older-than 7d --dry-run
   s3once sweep --bucket data --prefix events/ --older-than 7d \
-      --endpoint http://minio:9000 --path-style
+      --s3-endpoint http://minio:9000 --path-style
 `
 
 func sweepCmd(ctx context.Context, e env, args []string) error {
@@ -58,11 +59,12 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		concurrency = fs.Int("concurrency", committer.DefaultSweepConcurrency, "uploads inspected and aborted at once")
 		attempts    = fs.Int("max-attempts", 3, "tries per S3 call on retryable errors (on top of the SDK's own)")
 		versioned   = fs.Bool("versioned", false, "the bucket keeps versions: also remove the old versions and delete markers of s3once's staging keys")
-		owner       = fs.String("expected-bucket-owner", "", "account ID that must own the bucket (S3 refuses every call otherwise)")
+		limit       = fs.Int("limit", 100, "with --dry-run: list at most this many of the items it would remove (0: counts only)")
 		cf          clientFlags
 	)
 	fs.Var(&olderThan, "older-than", "minimum age of what is removed: a duration (36h) or days (7d) (required)")
 	cf.register(fs)
+	cf.registerOwner(fs)
 	if err := parse(fs, args, e.stdout); err != nil {
 		return err
 	}
@@ -79,27 +81,27 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		return usagef("--concurrency must be in [1, 256]")
 	case *attempts < 1 || *attempts > 100:
 		return usagef("--max-attempts must be in [1, 100]")
+	case *limit < 0:
+		return usagef("--limit must not be negative")
 	}
 	client, err := cf.client(ctx)
 	if err != nil {
 		return err
-	}
-	if *owner != "" {
-		req := s3req.Settings{ExpectedBucketOwner: *owner}
-		if err := req.Validate(); err != nil {
-			return usagef("%v", err)
-		}
-		client = s3.New(client.Options(), req.Apply)
 	}
 	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts, Versioned: *versioned})
 	if err != nil {
 		return usagef("%v", err)
 	}
 	prog := newProgress(e.stderr, *quiet || *asJSON && !isTerminal(e.stderr))
-	rep, err := c.Sweep(ctx, committer.SweepOptions{
+	so := committer.SweepOptions{
 		Bucket: *bucket, Prefix: *prefix, WholeBucket: *wholeBucket, StagingPrefix: *staging,
 		OlderThan: olderThan.d, DryRun: *dryRun, Force: *force, Progress: prog.update,
-	})
+	}
+	items := &staleItems{limit: *limit}
+	if *dryRun {
+		so.Stale = items.add
+	}
+	rep, err := c.Sweep(ctx, so)
 	prog.done()
 	if errors.Is(err, recoverable.ErrInvalidOptions) {
 		return usagef("%v", err)
@@ -109,11 +111,14 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	}
 	if !rep.ServerNow.IsZero() {
 		if *asJSON {
-			if jerr := writeJSON(e.stdout, sweepJSON(rep, olderThan.d)); jerr != nil && err == nil {
+			if jerr := writeJSON(e.stdout, sweepJSON(rep, olderThan.d, items)); jerr != nil && err == nil {
 				err = jerr
 			}
 		} else {
 			printSweep(e.stdout, rep, olderThan.d)
+			if rep.DryRun {
+				printItems(e.stdout, items)
+			}
 		}
 	}
 	return err
@@ -156,6 +161,65 @@ func printSweep(w io.Writer, rep committer.SweepReport, olderThan time.Duration)
 	}
 }
 
+// staleItems keeps the first limit items of a dry run in key order (kind
+// first: uploads, side objects, old versions), whatever order the sweep
+// finds them in, in memory bounded by limit.
+type staleItems struct {
+	limit int
+	total int
+	kept  []committer.SweepItem
+}
+
+var kindOrder = map[string]int{"upload": 0, "side object": 1, "old version": 2}
+
+func compareItems(a, b committer.SweepItem) int {
+	return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Key, b.Key),
+		cmp.Compare(a.UploadID, b.UploadID), cmp.Compare(a.VersionID, b.VersionID))
+}
+
+func (s *staleItems) add(it committer.SweepItem) {
+	s.total++
+	if s.limit == 0 {
+		return
+	}
+	s.kept = append(s.kept, it)
+	if len(s.kept) >= 2*s.limit {
+		s.trim()
+	}
+}
+
+func (s *staleItems) trim() {
+	slices.SortFunc(s.kept, compareItems)
+	s.kept = s.kept[:min(len(s.kept), s.limit)]
+}
+
+// list returns the kept items, sorted, and how many more were found.
+func (s *staleItems) list() ([]committer.SweepItem, int) {
+	s.trim()
+	return s.kept, s.total - len(s.kept)
+}
+
+// printItems lists a dry run's items, one a line.
+func printItems(w io.Writer, s *staleItems) {
+	items, more := s.list()
+	if len(items) > 0 {
+		fmt.Fprintln(w, "would remove:")
+	}
+	for _, it := range items {
+		switch it.Kind {
+		case "upload":
+			fmt.Fprintf(w, "  upload       %s  upload %s, %s, initiated %s\n", it.Key, it.UploadID, humanBytes(it.Bytes), it.Time.UTC().Format(time.RFC3339))
+		case "side object":
+			fmt.Fprintf(w, "  side object  %s  %s, modified %s\n", it.Key, humanBytes(it.Bytes), it.Time.UTC().Format(time.RFC3339))
+		default:
+			fmt.Fprintf(w, "  old version  %s  version %s, %s\n", it.Key, it.VersionID, humanBytes(it.Bytes))
+		}
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "  ... and %d more (--limit %d lists them all)\n", more, s.total)
+	}
+}
+
 // sweepReportJSON is the --json form of a sweep report; its field names are
 // part of the tool's interface.
 type sweepReportJSON struct {
@@ -169,7 +233,21 @@ type sweepReportJSON struct {
 	OlderThanSec  float64    `json:"older_than_seconds"`
 	Uploads       countsJSON `json:"uploads"`
 	SideObjects   countsJSON `json:"side_objects"`
+	OldVersions   countsJSON `json:"old_versions"`
 	Warnings      []string   `json:"warnings"`
+	// Items are, in a dry run, the first --limit things it would remove,
+	// in key order; ItemsNotListed counts the rest.
+	Items          []itemJSON `json:"items,omitempty"`
+	ItemsNotListed int        `json:"items_not_listed,omitempty"`
+}
+
+type itemJSON struct {
+	Kind      string     `json:"kind"` // "upload", "side object" or "old version"
+	Key       string     `json:"key"`
+	UploadID  string     `json:"upload_id,omitempty"`
+	VersionID string     `json:"version_id,omitempty"`
+	Bytes     int64      `json:"bytes"`
+	Time      *time.Time `json:"time,omitempty"` // initiated or last modified
 }
 
 type countsJSON struct {
@@ -182,7 +260,7 @@ type countsJSON struct {
 	Bytes   int64 `json:"stale_bytes"`
 }
 
-func sweepJSON(rep committer.SweepReport, olderThan time.Duration) sweepReportJSON {
+func sweepJSON(rep committer.SweepReport, olderThan time.Duration, items *staleItems) sweepReportJSON {
 	counts := func(c committer.SweepCounts) countsJSON {
 		return countsJSON{Scanned: c.Scanned, Stale: c.Stale, Removed: c.Removed, Kept: c.Kept, NotOwn: c.NotOwn, Failed: c.Failed, Bytes: c.Bytes}
 	}
@@ -190,12 +268,25 @@ func sweepJSON(rep committer.SweepReport, olderThan time.Duration) sweepReportJS
 	if w == nil {
 		w = []string{}
 	}
-	return sweepReportJSON{
+	out := sweepReportJSON{
 		Bucket: rep.Bucket, Prefix: rep.Prefix, StagingPrefix: rep.StagingPrefix, DryRun: rep.DryRun,
 		ServerTime: rep.ServerNow.UTC(), ClockSkewSec: rep.ClockSkew.Seconds(), Cutoff: rep.Cutoff.UTC(),
 		OlderThanSec: olderThan.Seconds(), Uploads: counts(rep.Uploads), SideObjects: counts(rep.SideObjects),
-		Warnings: w,
+		OldVersions: counts(rep.Versions), Warnings: w,
 	}
+	if rep.DryRun {
+		list, more := items.list()
+		for _, it := range list {
+			j := itemJSON{Kind: it.Kind, Key: it.Key, UploadID: it.UploadID, VersionID: it.VersionID, Bytes: it.Bytes}
+			if !it.Time.IsZero() {
+				t := it.Time.UTC()
+				j.Time = &t
+			}
+			out.Items = append(out.Items, j)
+		}
+		out.ItemsNotListed = more
+	}
+	return out
 }
 
 func writeJSON(w io.Writer, v any) error {

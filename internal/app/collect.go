@@ -63,6 +63,17 @@ func Collect(s beam.Scope, results beam.PCollection) string {
 	return id
 }
 
+// committedSoFar counts the files the run collected so far, and their
+// bytes (a file reported twice counts twice).
+func committedSoFar(run string) (files int, bytes int64) {
+	collectedMu.Lock()
+	defer collectedMu.Unlock()
+	for _, r := range collected[run] {
+		bytes += r.Bytes
+	}
+	return len(collected[run]), bytes
+}
+
 // Results returns what the run collected in this process, one result per
 // key (a retried bundle downstream of the commit may report a file twice),
 // sorted by key; and forgets them.

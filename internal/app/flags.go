@@ -41,6 +41,7 @@ var sinkFlagTable = []sinkFlag{
 	{"PathStyle", "s3-path-style", "address buckets as <endpoint>/<bucket> (always on when --s3-endpoint is set)"},
 	{"DisableChecksums", "s3-disable-checksums", "send no CRC64NVME checksums, for servers that reject them"},
 	{"MaxAttempts", "s3-max-attempts", "AWS SDK attempts per S3 call (0: the SDK's default, 3)"},
+	{"ThrottleBudget", "s3-throttle-budget", "how long one S3 call may be answered SlowDown before the run fails (0: 5m)"},
 
 	{"Compression", "compression", "file compression: none, gzip or zstd"},
 	{"Shards", "shards", fmt.Sprintf("shards per destination and window (0: %d)", sink.DefaultShards)},
@@ -52,7 +53,8 @@ var sinkFlagTable = []sinkFlag{
 	{"PartSize", "part-size", "multipart part size in bytes, at least 5 MiB (0: 8 MiB)"},
 	{"Concurrency", "part-concurrency", "parts uploaded at once per file (0: 4)"},
 	{"InlineTailMax", "inline-tail-max", "largest tail carried inside a checkpoint instead of a side object; -1 never (0: 4 KiB)"},
-	{"FinalizeCommit", "finalize-commit", "commit at bundle finalization too: auto, always or never (empty: auto, which finalizes on Dataflow only)"},
+	{"FinalizeCommit", "finalize-commit", "commit at bundle finalization too: auto, always or never (empty: auto, which never does)"},
+	{"OutputVersion", "output-version", fmt.Sprintf("output version of a folder: 1 (the first releases) or %d (0: %d, for a new folder)", sink.LatestOutputVersion, sink.LatestOutputVersion)},
 }
 
 // Register adds the sink's flags to fs. defaultPrefix and defaultCompression
@@ -80,6 +82,10 @@ func (f *SinkFlags) Register(fs *flag.FlagSet, defaultPrefix, defaultCompression
 			panic(fmt.Sprintf("app: flag --%s: sink.Config.%s has type %T, which no flag kind takes", e.Name, e.Field, p))
 		}
 	}
+
+	// pipelines/minimal spells the endpoint --s3_endpoint, as Beam spells
+	// its own flags; both spellings set the same field.
+	fs.StringVar(&f.cfg.Endpoint, "s3_endpoint", f.cfg.Endpoint, "the same as --s3-endpoint")
 
 	fs.BoolVar(&f.SkipPreflight, "skip-preflight", false, "do not check the bucket, permissions and conditional writes before running")
 	fs.DurationVar(&f.PreflightTimeout, "preflight-timeout", 2*time.Minute, "bound on the preflight")

@@ -68,6 +68,22 @@ func TestSinkFlagsDefaults(t *testing.T) {
 	}
 }
 
+// --s3_endpoint, the spelling of pipelines/minimal, sets the same field as
+// --s3-endpoint.
+func TestS3EndpointAlias(t *testing.T) {
+	for _, name := range []string{"s3-endpoint", "s3_endpoint"} {
+		var f SinkFlags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		f.Register(fs, "p", "gzip")
+		if err := fs.Parse([]string{"--" + name + "=http://127.0.0.1:7070"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Config(); got.Endpoint != "http://127.0.0.1:7070" || !got.PathStyle {
+			t.Errorf("--%s: Endpoint %q, PathStyle %v", name, got.Endpoint, got.PathStyle)
+		}
+	}
+}
+
 // Messages naming a Config field that has a flag name the flag, for every
 // field of the table; a field without a flag, or a longer name that starts
 // like one, stays as it is.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/s3once/s3once/program"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -88,6 +89,9 @@ func (p Program) Main() int {
 	if err := cfg.Validate(); err != nil {
 		return fail(ExitUsage, "%v", err)
 	}
+	if err := CheckJobEndpoint(ctx, cfg.Endpoint); err != nil {
+		return fail(ExitUsage, "%v", err)
+	}
 	if !p.Sink.SkipPreflight {
 		pctx, cancel := context.WithTimeout(ctx, p.Sink.PreflightTimeout)
 		err := sink.Preflight(pctx, cfg)
@@ -106,7 +110,15 @@ func (p Program) Main() int {
 		return fail(ExitUsage, "build the pipeline: %v", err)
 	}
 	run := Collect(s, results)
+	pctx, stopProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		reportProgress(pctx, stderr, p.Name, run)
+	}()
 	out, err := Run(ctx, pl, run)
+	stopProgress()
+	<-progressDone
 	if err != nil {
 		if cerr := context.Cause(ctx); cerr != nil {
 			if errors.Is(cerr, context.Canceled) {
@@ -115,12 +127,12 @@ func (p Program) Main() int {
 			err = fmt.Errorf("%w (stopped: %w)", err, cerr)
 		}
 		// The runner's report (stages, plans, the chain of causes) first;
-		// the cause itself last, where it is read.
-		fmt.Fprintf(stderr, "s3once %s: the runner's report:\n%s\n\n", p.Name, indent(err.Error()))
+		// the cause itself last, where it is read, and only there.
+		fmt.Fprintf(stderr, "s3once %s: the runner's report:\n%s\n\n", p.Name, indent(program.Report(err)))
 		if len(out.Results) > 0 {
 			fmt.Fprintf(stderr, "s3once %s: %d files were committed before the failure; a rerun with the same input and flags keeps them and writes the rest\n", p.Name, len(out.Results))
 		}
-		return fail(ExitFailed, "pipeline failed after %v: %s", out.Elapsed.Round(time.Millisecond), Cause(err))
+		return fail(ExitFailed, "pipeline failed after %v: %s", out.Elapsed.Round(time.Millisecond), program.Cause(err))
 	}
 	sum := Summary{Name: p.Name, Bucket: cfg.Bucket, Prefix: cfg.Prefix, Outcome: out}
 	if err := sum.Write(stdout); err != nil {
@@ -132,28 +144,6 @@ func (p Program) Main() int {
 		}
 	}
 	return ExitOK
-}
-
-// Cause picks the sink's own message out of a runner's error, which wraps it
-// in the failed stage's plan and a chain of "caused by"s; failing that, the
-// last cause in the chain.
-func Cause(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, "s3once sink: "); i >= 0 {
-		return firstLine(msg[i:])
-	}
-	if i := strings.LastIndex(msg, "caused by:\n"); i >= 0 {
-		return firstLine(msg[i+len("caused by:\n"):])
-	}
-	return firstLine(msg)
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func indent(s string) string {

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
+	"github.com/s3once/s3once/program"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -24,33 +24,10 @@ type Outcome struct {
 
 // Run runs p on the runner named by Beam's --runner flag (the embedded
 // prism runner when unset) and waits for it to end. run is the ID Collect
-// returned. The error is the runner's (see Cause); the Outcome then holds
-// what was committed before the failure, as far as this process saw it.
+// returned. The error is the runner's (see program.Cause); the Outcome then
+// holds what was committed before the failure, as far as this process saw
+// it.
 func Run(ctx context.Context, p *beam.Pipeline, run string) (Outcome, error) {
-	began := time.Now()
-	pr, err := beamx.RunWithMetrics(ctx, p)
-	out := Outcome{Results: Results(run), Elapsed: time.Since(began), Counters: map[string]int64{}}
-	if err == nil {
-		out.Counters = counters(pr)
-	}
-	return out, err
-}
-
-// counters reads the run's counters. A runner result without metrics (the
-// universal runner's, when the job service could not report them) panics in
-// Metrics; that is taken as "no counters".
-func counters(pr beam.PipelineResult) (m map[string]int64) {
-	m = map[string]int64{}
-	if pr == nil {
-		return m
-	}
-	defer func() {
-		if recover() != nil {
-			m = map[string]int64{}
-		}
-	}()
-	for _, c := range pr.Metrics().AllMetrics().Counters() {
-		m[c.Namespace()+"/"+c.Name()] += c.Result()
-	}
-	return m
+	o, err := program.Run(ctx, p)
+	return Outcome{Results: Results(run), Elapsed: o.Elapsed, Counters: o.Counters}, err
 }

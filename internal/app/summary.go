@@ -70,6 +70,10 @@ func (s Summary) Write(w io.Writer) error {
 		fmt.Fprintf(b, " · %d found already committed (at bundle finalization, by a retried bundle or an earlier run)", other)
 	}
 	b.WriteString("\n")
+	if n := c["s3once/throttled_calls"]; n > 0 {
+		fmt.Fprintf(b, "throttled (SlowDown) calls %d · answers %d · waited %v on the backoff\n",
+			n, c["s3once/slowdown_answers"], (time.Duration(c["s3once/throttle_wait_ms"]) * time.Millisecond).Round(time.Millisecond))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,22 +27,6 @@ func TestThousands(t *testing.T) {
 		if got := Thousands(n); got != want {
 			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
 		}
-	}
-}
-
-func TestCausePicksTheSinksMessage(t *testing.T) {
-	runner := errors.New("job job-001 failed:\nbundle inst032 stage-005 failed: while executing Process for Plan[stage-005]:\n" +
-		"1: DataSource[...]\n\tcaused by:\nsource failed processing data\n\tcaused by:\nDoFn[UID:4] failed:\n" +
-		"s3once sink: commit s3://b/k: another object is at the key\n")
-	if got, want := Cause(runner), "s3once sink: commit s3://b/k: another object is at the key"; got != want {
-		t.Errorf("Cause = %q, want %q", got, want)
-	}
-	other := errors.New("job failed:\nstage 3\n\tcaused by:\nrpc error: unavailable\nmore")
-	if got := Cause(other); got != "rpc error: unavailable" {
-		t.Errorf("Cause = %q", got)
-	}
-	if got := Cause(errors.New("plain")); got != "plain" {
-		t.Errorf("Cause = %q", got)
 	}
 }
 

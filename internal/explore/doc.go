@@ -84,8 +84,11 @@
 // # Mutants
 //
 // internal/mutant switches past bugs back into the real code, off unless a
-// test turns them on (committer/mutation.go, recoverable/mutation.go). Each
-// TestMutant* test searches a fixed list of schedules, stops at the first
+// test turns them on (committer/mutation_on.go, recoverable/mutation_on.go).
+// The switches exist only in builds with the s3once_mutant tag, so the
+// TestMutant* tests are in files with that tag: make test and make explore
+// run them with -tags s3once_mutant, and a plain go test leaves them out.
+// Each TestMutant* test searches a fixed list of schedules, stops at the first
 // that catches its bug, logs the schedule and its replay command, and
 // checks the same schedule passes with the bug off:
 //
@@ -100,6 +103,10 @@
 //     next): step02-late+step06-crash-before-send, a side-object PUT
 //     that lands behind the next Persist's, then a crash; the newer token
 //     no longer recovers though its upload is open.
+//   - NoThrottleBackoff (SlowDown answers without the shared backoff and
+//     the budget, and the SDK's retry quota back): step03-slowdown, a
+//     SlowDown on a part upload that breaks the stream and costs the file
+//     a second attempt, where TestExploreSlowDown wants none.
 //
 // # Replaying a schedule
 //
@@ -109,8 +116,8 @@
 //	S3ONCE_REPLAY=step13-conflict S3ONCE_REPLAY_WORKLOAD=one \
 //	  go test -count=1 -run '^TestReplay$' -v ./internal/explore/
 //
-// with S3ONCE_REPLAY_BUG=<bug> for a mutant. A schedule is a function of
-// its plan: the same plan gives the same releases every run, except after
+// with S3ONCE_REPLAY_BUG=<bug> and -tags s3once_mutant for a mutant. A
+// schedule is a function of its plan: the same plan gives the same releases every run, except after
 // a completion that shows late, whose polls vary (see make explore below).
 //
 // # Bounds
@@ -133,7 +140,10 @@
 // preemption), then a crash after each completion and abort in the default
 // order (4); TestExploreSweepBetween, a sweep at every quiescent point,
 // with a crash after each side-object or probe PUT and completion (6); the
-// default schedule and the four mutants' searches (about 20).
+// default schedule and the five mutants' searches (about 20);
+// TestExploreSlowDown, a 503 SlowDown at every release of the default order
+// (18), none of which may cost an attempt: the clients carry a Throttle, as
+// s3call.NewClient's do.
 //
 // # What a schedule costs
 //

@@ -70,6 +70,9 @@ func (r Result) String() string {
 func RunSchedule(t *testing.T, w StreamWorkload, plan Plan) Result {
 	var res Result
 	if w.Bug != 0 {
+		if !mutant.Enabled {
+			t.Fatalf("workload %s switches %s on, which needs a build with -tags s3once_mutant", w.Name(), w.Bug)
+		}
 		defer mutant.Set(w.Bug)()
 	}
 	var fake *s3mem.Fake
@@ -249,8 +252,10 @@ func Explore(t *testing.T, w StreamWorkload, b Bounds) []Result {
 // TestReplay).
 func replayCommand(w StreamWorkload, p Plan) string {
 	env := fmt.Sprintf("S3ONCE_REPLAY=%s S3ONCE_REPLAY_WORKLOAD=%s", p, w.Name())
+	tags := ""
 	if w.Bug != 0 {
 		env += fmt.Sprintf(" S3ONCE_REPLAY_BUG=%s", w.Bug)
+		tags = " -tags s3once_mutant"
 	}
-	return env + " go test -count=1 -run '^TestReplay$' -v ./internal/explore/"
+	return env + " go test -count=1" + tags + " -run '^TestReplay$' -v ./internal/explore/"
 }

@@ -155,3 +155,35 @@ func TestExploreDuplicateCommit(t *testing.T) {
 	// The orders' count and time, apart from the faults' (reported above).
 	report(t, "one-duplicate", b, results[:orders], time.Now().Add(-took), false)
 }
+
+// TestExploreSlowDown: a 503 SlowDown at every release of the one-file
+// workload's default order, answered at the HTTP layer below the SDK's
+// retryer. With the clients' Throttle, a SlowDown is not an attempt: the
+// call is sent again after its lane's backoff, so no schedule needs a
+// second attempt (process), every check holds, and each schedule met its
+// SlowDown. (Without the backoff and the budget, TestMutantNoThrottleBackoff
+// shows the first part upload's SlowDown breaking the stream.)
+func TestExploreSlowDown(t *testing.T) {
+	b := Bounds{Faults: []s3mem.Kind{s3mem.SlowDown}}
+	start := time.Now()
+	results := Explore(t, DefaultStream(), b)
+	met := 0
+	for _, r := range results {
+		if r.Plan.Faults() == 0 {
+			continue
+		}
+		if r.Attempts != 1 || len(r.Errors) > 0 {
+			t.Errorf("a SlowDown cost an attempt: %s", r)
+		}
+		for _, l := range r.Trace {
+			if strings.HasSuffix(l, "<- "+s3mem.SlowDown.String()) {
+				met++
+				break
+			}
+		}
+	}
+	if met < len(results)-1 {
+		t.Errorf("only %d of %d schedules met their SlowDown", met, len(results))
+	}
+	report(t, "one", b, results, start, false)
+}

@@ -1,7 +1,8 @@
+//go:build s3once_mutant
+
 package explore
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -120,54 +121,26 @@ func TestMutantReusePersistKey(t *testing.T) {
 	caughtBy(t, w, mutant.ReusePersistKey, "although its upload", plans)
 }
 
-// TestReplay runs one schedule named by S3ONCE_REPLAY (a plan as printed,
-// e.g. step05-late+step09-crash-before-send or step07@1) on the workload
-// S3ONCE_REPLAY_WORKLOAD names (one, one-duplicate, issue), with
-// S3ONCE_REPLAY_BUG=<bug> for a mutant; every failing schedule prints its
-// replay command. Skipped when S3ONCE_REPLAY is unset.
-func TestReplay(t *testing.T) {
-	spec := os.Getenv("S3ONCE_REPLAY")
-	if spec == "" {
-		t.Skip("S3ONCE_REPLAY names no schedule")
-	}
-	p, err := ParsePlan(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := WorkloadNamed(os.Getenv("S3ONCE_REPLAY_WORKLOAD"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if name := os.Getenv("S3ONCE_REPLAY_BUG"); name != "" {
-		for _, b := range []mutant.Bug{mutant.AbortOn409, mutant.DropTail, mutant.ShortSettle, mutant.ReusePersistKey} {
-			if b.String() == name {
-				w.Bug = b
-			}
+// TestMutantNoThrottleBackoff: without the lanes' backoff and Do's budget,
+// a SlowDown on a part upload breaks the stream, and the file needs a
+// second attempt (process): the check of TestExploreSlowDown, that a
+// SlowDown never costs an attempt, fails on it. The same schedule costs one
+// attempt with the bug off.
+func TestMutantNoThrottleBackoff(t *testing.T) {
+	w := DefaultStream()
+	buggy := w
+	buggy.Bug = mutant.NoThrottleBackoff
+	for _, s := range releasesOf(t, w, string(s3fault.UploadPart)) {
+		p := faultAt(s, s3mem.SlowDown)
+		r := RunSchedule(t, buggy, p)
+		if r.Attempts == 1 {
+			continue
 		}
-		if w.Bug == 0 {
-			t.Fatalf("unknown bug %q", name)
+		t.Logf("%s caught by schedule %s: %d attempts\n  %s", buggy.Bug, r.Plan, r.Attempts, r.Replay)
+		if clean := RunSchedule(t, w, p); clean.Attempts != 1 || len(clean.Violations) > 0 {
+			t.Fatalf("the schedule that caught %s costs an attempt without it too:\n%s", buggy.Bug, clean)
 		}
+		return
 	}
-	r := RunSchedule(t, w, p)
-	t.Logf("%s", r)
-	if len(r.Violations) > 0 || len(r.Misfits) > 0 {
-		t.Fail()
-	}
-}
-
-// TestParsePlan: every plan reads back from its printed form, and what is
-// not a plan is refused.
-func TestParsePlan(t *testing.T) {
-	for _, p := range []Plan{{}, {Sweep: true}, faultAt(13, s3mem.Conflict),
-		{Choices: []Choice{{Step: 3, Pick: 1}, {Step: 5, Pick: -1, Fault: s3mem.Late}, {Step: 11, Pick: 0, Fault: s3mem.CrashLagged}}, Sweep: true}} {
-		got, err := ParsePlan(p.String())
-		if err != nil || !got.Equal(p) {
-			t.Errorf("ParsePlan(%q) = %+v, %v; want %+v", p, got, err, p)
-		}
-	}
-	for _, bad := range []string{"", "step1", "stepx-late", "step3-nope", "step0-late", "step3@x", "step3@1-", "step5-late+step2-late", "step2@1+step2-late", "default/first", "first"} {
-		if p, err := ParsePlan(bad); err == nil {
-			t.Errorf("ParsePlan(%q) accepted: %s", bad, p)
-		}
-	}
+	t.Fatalf("no SlowDown on a part upload cost %s an attempt", buggy.Bug)
 }

@@ -257,11 +257,18 @@ func (r *runner) run() {
 	}
 }
 
+// processClient is the S3 client of one process (an attempt, a commit
+// stage), as s3call.NewClient builds it: with a Throttle of its own, so
+// that a SlowDown answer meets the shared backoff and Do's budget.
+func (r *runner) processClient(name string) *s3.Client {
+	return r.fake.NewClient(s3mem.ClientOptions{Name: name, Configure: s3call.NewThrottle(0).Apply})
+}
+
 // attempt is one process: it returns at the first error, with the index of
 // the file it was on, or when its client has crashed (a dead process does
 // not go on).
 func (r *runner) attempt(ctx context.Context, name string, n int) (int, error) {
-	client := r.fake.NewClient(s3mem.ClientOptions{Name: name})
+	client := r.processClient(name)
 	cm, err := committer.New(client, committer.Options{Logger: quiet})
 	if err != nil {
 		return 0, err
@@ -382,7 +389,7 @@ func (r *runner) rewriteJustified(ctx context.Context, f *file, err error) {
 // fast path and its commit stage may. Both must succeed.
 func (r *runner) commitTwice(ctx context.Context, name string, commit func(context.Context, recoverable.CommitRecoverable) (committer.Result, error), f *file) error {
 	stage := name + "-stage"
-	cm2, err := committer.New(r.fake.NewClient(s3mem.ClientOptions{Name: stage}), committer.Options{Logger: quiet})
+	cm2, err := committer.New(r.processClient(stage), committer.Options{Logger: quiet})
 	if err != nil {
 		return err
 	}

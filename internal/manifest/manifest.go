@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Entry is one file of a partition.
@@ -50,7 +51,7 @@ type line struct {
 
 // Encode writes the manifest of entries: sorted by key, identical entries
 // once. Two entries with one key and other contents, an empty key, or a
-// negative size or record count are refused.
+// negative size or record count, or a key that is not UTF-8, are refused.
 func Encode(entries []Entry) ([]byte, error) {
 	sorted := slices.Clone(entries)
 	slices.SortFunc(sorted, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
@@ -80,6 +81,10 @@ func check(e Entry) error {
 	switch {
 	case e.Key == "":
 		return fmt.Errorf("%w: an entry without a key", ErrInvalid)
+	case !utf8.ValidString(e.Key):
+		// JSON would write it as another key (U+FFFD for each bad byte);
+		// S3 keys are UTF-8.
+		return fmt.Errorf("%w: the key %q is not UTF-8", ErrInvalid, e.Key)
 	case e.Size < 0:
 		return fmt.Errorf("%w: %q has size %d", ErrInvalid, e.Key, e.Size)
 	case e.Records < 0:

@@ -1,11 +1,21 @@
 // Package mutant holds test-only switches that put known past bugs back
-// into s3once's protocol code, so that a test can show the explorer
-// (internal/explore) catches each of them. Every switch is off unless a test
-// turns it on; production code only ever reads them. Being internal, the
-// package is out of reach of any importer outside this module.
+// into s3once's protocol code, so that a test can show that the explorer
+// (internal/explore) and the integration tests catch each of them.
+//
+// The switches exist only in builds with the s3once_mutant build tag. In
+// any other build (every shipped binary) the packages that carry mutation
+// points do not import this package at all: their switches are constants
+// that are always off, and the compiler drops the branches behind them.
+// With the tag, a test turns a switch on with Set, and a child process
+// built with the tag reads the switches from the S3ONCE_MUTANT environment
+// variable when it starts (a comma-separated list of bug names, as String
+// prints them).
 package mutant
 
-import "sync/atomic"
+import (
+	"fmt"
+	"strings"
+)
 
 // Bug is one past bug that can be switched back on.
 type Bug uint32
@@ -27,22 +37,25 @@ const (
 	// the next Persist writes its side object under the failed one's key,
 	// where the failed PUT may still land.
 	ReusePersistKey
+	// NoThrottleBackoff: a call answered SlowDown is sent again at once,
+	// without the shared backoff, and the SDK's retry quota is back, so
+	// that a storm empties it and calls fail before their ThrottleBudget.
+	NoThrottleBackoff
+	// NoIfNoneMatch: the committer completes uploads without
+	// If-None-Match: *, so a zombie's late completion replaces the object
+	// a newer run committed.
+	NoIfNoneMatch
 )
+
+// All lists every bug, in the order of their values.
+var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch}
+
+// EnvVar names the environment variable that switches bugs on in a child
+// process built with the s3once_mutant tag.
+const EnvVar = "S3ONCE_MUTANT"
 
 // ShortSettleWindow is the settle window under ShortSettle.
 const ShortSettleWindow = 5e9 // five seconds, in nanoseconds
-
-var on atomic.Uint32
-
-// On reports whether b is switched on.
-func On(b Bug) bool { return on.Load()&uint32(b) != 0 }
-
-// Set switches exactly the bugs in b on (0: all off) and returns a function
-// that restores the previous state. Tests only.
-func Set(b Bug) (restore func()) {
-	prev := on.Swap(uint32(b))
-	return func() { on.Store(prev) }
-}
 
 func (b Bug) String() string {
 	switch b {
@@ -54,6 +67,41 @@ func (b Bug) String() string {
 		return "short-settle"
 	case ReusePersistKey:
 		return "reuse-persist-key"
+	case NoThrottleBackoff:
+		return "no-throttle-backoff"
+	case NoIfNoneMatch:
+		return "no-if-none-match"
 	}
 	return "bugs(mixed)"
+}
+
+// Parse reads a comma-separated list of bug names (as String prints them)
+// into one set. An empty list is no bug.
+func Parse(list string) (Bug, error) {
+	var set Bug
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, b := range All {
+			if b.String() == name {
+				set |= b
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("mutant: unknown bug %q (known: %s)", name, names())
+		}
+	}
+	return set, nil
+}
+
+func names() string {
+	var s []string
+	for _, b := range All {
+		s = append(s, b.String())
+	}
+	return strings.Join(s, ", ")
 }

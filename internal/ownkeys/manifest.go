@@ -95,3 +95,12 @@ func ParseFileKey(prefix, key string) (destination, window string, ok bool) {
 	w, _, _ := strings.Cut(name, "-pane-")
 	return destination, w, true
 }
+
+// IsManifestAnywhere reports whether key is a partition manifest of some
+// folder: its last segment is "_s3once_manifest-<window>". Readers that
+// list output files across folders skip such keys, as they skip the
+// settings marker (IsSettingsAnywhere).
+func IsManifestAnywhere(key string) bool {
+	w, ok := strings.CutPrefix(key[strings.LastIndexByte(key, '/')+1:], ManifestName+"-")
+	return ok && isWindow(w)
+}

@@ -1,14 +1,21 @@
 package s3call
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // ClientOptions select an S3 endpoint and how to reach it. The zero value is
@@ -33,9 +40,29 @@ type ClientOptions struct {
 	// DisableChecksums stops the SDK from adding checksums of its own,
 	// for servers that reject the headers.
 	DisableChecksums bool
+	// Throttle is the backoff the client's calls share while S3 answers
+	// SlowDown, and their throttle budget; nil makes one with
+	// DefaultThrottleBudget. Keep it to read its counters.
+	Throttle *Throttle
 	// Options are applied to the client's options after these settings
 	// (request settings every call carries, say).
 	Options []func(*s3.Options)
+	// LogTo is where the SDK's own log lines go; nil means standard error.
+	LogTo io.Writer
+}
+
+// quietIMDS is the SDK's standard logger without its warning that the
+// instance-metadata service refused a token ("falling back to IMDSv1"),
+// which any machine off EC2 whose address 169.254.169.254 answers prints
+// when it has no credentials: the missing credentials are reported as
+// such, by the call that needed them.
+type quietIMDS struct{ logging.Logger }
+
+func (q quietIMDS) Logf(c logging.Classification, format string, v ...any) {
+	if c == logging.Warn && strings.HasPrefix(format, "falling back to IMDSv1") {
+		return
+	}
+	q.Logger.Logf(c, format, v...)
 }
 
 // ErrNoRegion: ClientOptions.RequireRegion is set, no Endpoint is given, and
@@ -56,9 +83,11 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, o.SessionToken)))
 	}
-	if o.MaxAttempts > 0 {
-		opts = append(opts, config.WithRetryMaxAttempts(o.MaxAttempts))
+	logTo := o.LogTo
+	if logTo == nil {
+		logTo = os.Stderr
 	}
+	opts = append(opts, config.WithLogger(quietIMDS{logging.NewStandardLogger(logTo)}))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
@@ -69,7 +98,13 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		}
 		cfg.Region = "us-east-1"
 	}
+	th := o.Throttle
+	if th == nil {
+		th = NewThrottle(0)
+	}
 	return s3.NewFromConfig(cfg, append([]func(*s3.Options){func(so *s3.Options) {
+		so.RetryMaxAttempts = cmp.Or(o.MaxAttempts, cfg.RetryMaxAttempts)
+		th.Apply(so)
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
@@ -79,4 +114,39 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 			so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
 	}}, o.Options...)...), nil
+}
+
+// newRetryer is the SDK retryer of every client NewClient builds: the SDK's
+// standard retryer (maxAttempts attempts: ClientOptions.MaxAttempts, else
+// the configuration chain's, else the SDK's default of 3;
+// jittered exponential backoff) with two changes.
+//
+//   - No retry quota (ratelimit.None). The SDK's default quota is a token
+//     bucket of 500 per client, a retry costing 14 tokens and a throttled
+//     retry 5: a SlowDown storm on a busy worker empties it within a few
+//     seconds, and from then on every failing call of the client fails at
+//     its first error, whatever its budget. Bounding retries is the
+//     attempt count's and the Policy's job; ending a throttled call is the
+//     throttle budget's.
+//   - A throttling answer to a call made under a Policy is not retried by
+//     the SDK: Do sends the call again after the lane's backoff, without
+//     counting an attempt, until the budget ends it (see Throttle). A
+//     throttling answer to any other call is retried as the standard
+//     retryer does.
+func newRetryer(maxAttempts int) aws.Retryer {
+	return retry.NewStandard(func(so *retry.StandardOptions) {
+		if maxAttempts > 0 {
+			so.MaxAttempts = maxAttempts
+		}
+		if !mutNoThrottleBackoff() {
+			so.RateLimiter = ratelimit.None
+		}
+		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+			var a *throttleAnswer
+			if errors.As(err, &a) {
+				return aws.FalseTernary
+			}
+			return aws.UnknownTernary
+		})}, so.Retryables...)
+	})
 }

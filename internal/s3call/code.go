@@ -61,6 +61,12 @@ const (
 	Transient
 	// Canceled: the caller's context was cancelled.
 	Canceled
+	// InvalidBucketName: the server refuses the bucket's name.
+	InvalidBucketName
+	// Throttled: the server answered SlowDown for longer than the call's
+	// throttle budget (ErrThrottled). Terminal: the call has waited its
+	// budget already.
+	Throttled
 )
 
 var codeNames = [...]string{
@@ -68,7 +74,7 @@ var codeNames = [...]string{
 	NoSuchBucket: "NoSuchBucket", PreconditionFailed: "PreconditionFailed", Conflict: "Conflict",
 	InvalidPart: "InvalidPart", EntityTooSmall: "EntityTooSmall", AccessDenied: "AccessDenied",
 	Unauthenticated: "Unauthenticated", WrongRegion: "WrongRegion", NotImplemented: "NotImplemented",
-	Transient: "Transient", Canceled: "Canceled",
+	Transient: "Transient", Canceled: "Canceled", InvalidBucketName: "InvalidBucketName", Throttled: "Throttled",
 }
 
 func (c Code) String() string {
@@ -86,6 +92,7 @@ var byAPICode = map[string]Code{
 	"NoSuchLifecycleConfiguration": NotFound,
 	"NoSuchUpload":                 NoSuchUpload,
 	"NoSuchBucket":                 NoSuchBucket,
+	"InvalidBucketName":            InvalidBucketName,
 	"PreconditionFailed":           PreconditionFailed,
 	"ConditionalRequestConflict":   Conflict,
 	"OperationAborted":             Conflict,
@@ -124,6 +131,8 @@ func CodeOf(err error) Code {
 	switch {
 	case err == nil:
 		return OK
+	case errors.Is(err, ErrThrottled):
+		return Throttled
 	case errors.Is(err, context.Canceled):
 		return Canceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -36,6 +36,7 @@ func TestCodeOf(t *testing.T) {
 		{api(404, "NoSuchLifecycleConfiguration"), s3call.NotFound},
 		{api(404, "NoSuchUpload"), s3call.NoSuchUpload},
 		{api(404, "NoSuchBucket"), s3call.NoSuchBucket},
+		{api(400, "InvalidBucketName"), s3call.InvalidBucketName},
 		{api(412, "PreconditionFailed"), s3call.PreconditionFailed},
 		{api(412, ""), s3call.PreconditionFailed},
 		{api(409, "ConditionalRequestConflict"), s3call.Conflict},

@@ -120,12 +120,27 @@ func WithoutJitter(ctx context.Context) context.Context {
 // attempt's context (reading a body included) before it returns; every call
 // made through Do must be safe to make again (the same bytes to the same key
 // or part, a read, or an outcome its caller checks).
+//
+// A throttling answer (SlowDown) from a client NewClient built is not an
+// attempt: Do sends the call again after its lane's backoff (see Throttle),
+// until the call has been throttled for the client's budget; then it fails
+// with a *ThrottledError.
 func Do[T any](ctx context.Context, p Policy, what string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
+	var throttled throttledCall
+	if !mutNoThrottleBackoff() {
+		ctx = context.WithValue(ctx, underPolicyKey{}, true)
+	}
 	for n := 1; ; n++ {
 		out, err, timedOut := attempt(ctx, p.CallTimeout, fn)
 		if err == nil {
 			return out, nil
+		}
+		if again, final := throttled.note(err); final != nil {
+			return zero, annotate(what, final)
+		} else if again && ctx.Err() == nil {
+			n--
+			continue
 		}
 		retry := ctx.Err() == nil && (timedOut || p.Retry == RetryTransient && IsRetryable(err))
 		if !retry {

@@ -75,6 +75,9 @@ type Options struct {
 	// benchmarks set it, so that they do not measure connection setup that
 	// a client of S3 does not pay; the tests leave it off.
 	KeepAlive bool
+	// Port, if set, is the loopback port to listen on (a fixed address a
+	// person can type); 0 takes a free one.
+	Port int
 	// KMSSecretKey, for MinIO, is a static KMS key ("name:base64 of 32
 	// bytes", MINIO_KMS_SECRET_KEY), which enables SSE-KMS.
 	KMSSecretKey string
@@ -165,9 +168,16 @@ func Launch(opts Options) (*Server, error) {
 	if kind != MinIO && opts.KMSSecretKey != "" {
 		return nil, fmt.Errorf("s3server: KMSSecretKey needs minio, not %s", kind)
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	port := opts.Port
+	if port == 0 {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	} else if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		return nil, fmt.Errorf("s3server: port %d is taken (another server, or an earlier one still running): %w", port, err)
+	} else {
+		l.Close()
 	}
 	s := &Server{
 		opts: opts,

@@ -58,14 +58,15 @@ func Object(t testing.TB, c Getter, bucket, key string) []byte {
 }
 
 // Objects reads every object under prefix, by key: the output's files and
-// completion markers, but not the folders' settings markers
+// completion markers, but not the folders' settings markers nor the
+// partitions' manifests
 // (<prefix>/_s3once_settings), which describe the files and are no output;
 // Keys lists those, and Object reads one.
 func Objects(t testing.TB, c Reader, bucket, prefix string) map[string][]byte {
 	t.Helper()
 	m := map[string][]byte{}
 	for _, k := range Keys(t, c, bucket, prefix) {
-		if ownkeys.IsSettingsAnywhere(k) {
+		if ownkeys.IsSettingsAnywhere(k) || ownkeys.IsManifestAnywhere(k) {
 			continue
 		}
 		m[k] = Object(t, c, bucket, k)

@@ -44,6 +44,7 @@ func main() {
 		format string
 		pq     sink.ParquetOptions
 	)
+	usage := app.NewUsage(flag.CommandLine, "batch")
 	sf.Register(flag.CommandLine, "corpus", "gzip")
 	common.Register(flag.CommandLine)
 	flag.IntVar(&o.Records, "records", 50_000, "number of documents to generate")
@@ -54,7 +55,7 @@ func main() {
 	flag.StringVar(&format, "format", "jsonl", "file format: jsonl, or parquet (one column per field of the document; --compression then does not apply)")
 	flag.StringVar(&pq.Compression, "parquet-compression", "", "with --format parquet: page compression, snappy, zstd, gzip or none (empty: snappy)")
 	flag.Int64Var(&pq.RowGroupBytes, "row-group-bytes", 0, "with --format parquet: end a row group at this many record bytes (0: 64 MiB)")
-	flag.Parse()
+	usage.Parse(os.Args[1:])
 	beam.Init()
 	compressionSet := false
 	flag.Visit(func(f *flag.Flag) { compressionSet = compressionSet || f.Name == "compression" })

@@ -35,6 +35,7 @@ func main() {
 		o      events.Options
 		seed   uint64
 	)
+	usage := app.NewUsage(flag.CommandLine, "streaming")
 	sf.Register(flag.CommandLine, "events", "gzip")
 	common.Register(flag.CommandLine)
 	flag.IntVar(&o.Records, "records", 100_000, "number of events to generate")
@@ -44,7 +45,7 @@ func main() {
 	flag.DurationVar(&o.Live, "live", 0, "make events as time passes, for this long, from an unbounded source")
 	flag.DurationVar(&o.Tick, "tick", 0, "with --live: how often a burst of events is made (0: 1s)")
 	flag.IntVar(&o.PerTick, "per-tick", 0, "with --live: events per burst (0: 500)")
-	flag.Parse()
+	usage.Parse(os.Args[1:])
 	beam.Init()
 	o.Seed = seed
 

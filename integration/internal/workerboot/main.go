@@ -8,11 +8,16 @@
 // the pipeline (the DoFns' JSON) and its options reaches it from the
 // submitting program.
 //
-// Unlike the container's boot program, it keeps everything it fetches in
-// one fresh directory under $TMPDIR and removes it when the worker ends, so
-// two runs never share a staging path. A job server that SIGKILLs it (prism
-// does when a job ends, if the worker has not exited yet) leaves that
-// directory behind: the tests give the job server a $TMPDIR of their own.
+// Unlike the container's boot program, it keeps what it fetches in one fresh
+// directory under $TMPDIR, so two runs never share a staging path, and
+// removes the staged binary (the bulk of it, some 150 MB) as soon as the
+// worker runs from it: the running worker keeps its file, and nothing large
+// stays behind even when the job server SIGKILLs the boot program, as prism
+// does at the end of every job (it then logs "process failed while
+// running: signal: killed" at ERROR; the job's outcome is the job's own).
+// The pipeline options reach the worker as a flag, not a file. What a kill
+// leaves is the empty directory, which the boot program otherwise removes
+// when the worker ends.
 //
 // Usage, in a pipeline's flags:
 //
@@ -108,10 +113,6 @@ func run(id, provision string) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("pipeline options: %w", err)
 	}
-	optionsFile := filepath.Join(dir, "pipeline_options.json")
-	if err := os.WriteFile(optionsFile, []byte(options), 0o600); err != nil {
-		return 1, fmt.Errorf("pipeline options: %w", err)
-	}
 
 	cmd := exec.Command(bin,
 		"--worker=true",
@@ -119,10 +120,11 @@ func run(id, provision string) (int, error) {
 		"--logging_endpoint="+logging,
 		"--control_endpoint="+control,
 		"--semi_persist_dir="+dir,
+		"--options="+options,
 	)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "PIPELINE_OPTIONS_FILE="+optionsFile)
+	cmd.Env = os.Environ()
 	if caps := info.GetRunnerCapabilities(); len(caps) > 0 {
 		cmd.Env = append(cmd.Env, "RUNNER_CAPABILITIES="+strings.Join(caps, " "))
 	}
@@ -136,6 +138,11 @@ func run(id, provision string) (int, error) {
 		return 1, fmt.Errorf("start the worker: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "workerboot: worker %s: running staged binary %s (%d bytes) as pid %d\n", id, name, st.Size(), cmd.Process.Pid)
+	// The worker runs from its open file (and reads its symbols through
+	// /proc/self/exe): the name can go now.
+	if err := os.Remove(bin); err != nil {
+		fmt.Fprintf(os.Stderr, "workerboot: worker %s: remove the staged binary: %v\n", id, err)
+	}
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

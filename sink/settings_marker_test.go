@@ -91,7 +91,7 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"compression": "gzip", "format": "jsonl", "shards": "4", "max-batch-bytes": "67108864",
-		"max-file-bytes": "67108864", "checkpoint-sync-bytes": "1048576", "output-version": "1",
+		"max-file-bytes": "67108864", "checkpoint-sync-bytes": "1048576", "output-version": "2",
 		"file-names": fileNames + ".jsonl.gz", "parquet-compression": "",
 	} {
 		if got, _ := fp.Get(name); got != want {

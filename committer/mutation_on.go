@@ -1,3 +1,5 @@
+//go:build s3once_mutant
+
 package committer
 
 import (
@@ -7,10 +9,14 @@ import (
 )
 
 // The committer's test-only mutation points (see internal/mutant): each puts
-// a past bug back when a test switches it on, and is off otherwise.
+// a past bug back when a test switches it on, and is off otherwise. Builds
+// without the s3once_mutant tag take mutation_off.go instead.
 
 // mutAbortOn409: a 409 ConditionalRequestConflict aborts the token's upload.
 func mutAbortOn409() bool { return mutant.On(mutant.AbortOn409) }
+
+// mutNoIfNoneMatch: completions are sent without If-None-Match.
+func mutNoIfNoneMatch() bool { return mutant.On(mutant.NoIfNoneMatch) }
 
 // mutSettle returns the settle window to use: SettleTimeout, or a few
 // seconds under mutant.ShortSettle.

@@ -6,23 +6,18 @@ package sink
 // commits anything (ErrSettingsChanged), by the preflight and by the sink.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/settingsmarker"
 )
 
@@ -50,12 +45,20 @@ type SettingsChangedError struct {
 	// Done says what this run did about it ("nothing of this run was
 	// committed ..."); empty from Preflight, which writes nothing.
 	Done string
+	// Unmarked, when set, is an s3once file of a folder that has no
+	// settings marker: an earlier release wrote it, as output version 1.
+	Unmarked string
 }
 
 func (e *SettingsChangedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files written with other byte-affecting settings (recorded in s3://%s/%s):",
-		e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, ownkeys.SettingsKey(e.Prefix))
+	if e.Unmarked != "" {
+		fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files of an earlier s3once release and no settings marker (s3://%s/%s, for one), so it is of output version %s:",
+			e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, e.Unmarked, legacyVersion)
+	} else {
+		fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files written with other byte-affecting settings (recorded in s3://%s/%s):",
+			e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, ownkeys.SettingsKey(e.Prefix))
+	}
 	for i, c := range e.Changes {
 		if i > 0 {
 			b.WriteByte(',')
@@ -65,6 +68,11 @@ func (e *SettingsChangedError) Error() string {
 	b.WriteString("; ")
 	if e.Done != "" {
 		b.WriteString(e.Done + "; ")
+	}
+	for _, c := range e.Changes {
+		if c.Setting == settingLabels["output-version"] && c.Was != "" {
+			fmt.Fprintf(&b, "to go on writing this folder as it was written, set OutputVersion: %s in the Config; ", c.Was)
+		}
 	}
 	b.WriteString("when the settings change, write to a fresh Prefix (or delete the folder's files and its " + ownkeys.SettingsName + " to replace them): ")
 	b.WriteString(ErrSettingsChanged.Error())
@@ -95,6 +103,7 @@ const unknownLibrary = "unknown"
 var settingLabels = map[string]string{
 	"checkpoint-sync-bytes":     "CheckpointBytes (compressed members end every min(CheckpointBytes, 1 MiB))",
 	"compression":               "Compression",
+	"compression-canary":        "the compression library's output (canary digest)",
 	"compression-library":       "the compression library",
 	"file-names":                "the file names",
 	"format":                    "Format",
@@ -102,6 +111,7 @@ var settingLabels = map[string]string{
 	"max-file-bytes":            "MaxFileBytes",
 	"max-file-records":          "MaxFileRecords",
 	"output-version":            "s3once's output format version",
+	"parquet-canary":            "the Parquet library's output (canary digest)",
 	"parquet-compression":       "Parquet.Compression",
 	"parquet-library":           "the Parquet library",
 	"parquet-row-group-bytes":   "Parquet.RowGroupBytes",
@@ -135,29 +145,26 @@ const maxSettingsBytes = settingsmarker.MaxBytes
 // change.
 func (s settings) fingerprint() fingerprint {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
-	ext := ""
-	if f, err := lookupFormat(s.Format); err == nil {
-		ext += f.Extension()
-	}
-	if c, err := lookupCodec(s.Compression); err == nil {
-		ext += c.Extension()
-	}
-	sync, codecLib := "", ""
+	ext := s.fileExt()
+	sync, codecLib, codecOut := "", "", ""
 	if s.Compression != "none" {
 		sync = itoa(s.syncBytes())
 		codecLib = codecLibrary(s.Compression)
+		codecOut = codecCanary(s.Compression)
 	}
-	var pqComp, pqLib, pqBytes, pqRecords string
+	var pqComp, pqLib, pqOut, pqBytes, pqRecords string
 	if s.Parquet != nil {
 		pqComp, pqBytes, pqRecords = s.Parquet.Compression, itoa(s.Parquet.RowGroupBytes), itoa(s.Parquet.RowGroupRecords)
 		pqLib = moduleOf("github.com/parquet-go/parquet-go")
 		if pqComp != "none" {
 			pqLib += ", " + moduleOf("github.com/klauspost/compress/zstd")
 		}
+		pqOut = parquetCanary(pqComp)
 	}
 	return fingerprint{
 		{Name: "checkpoint-sync-bytes", Value: sync},
 		{Name: "compression", Value: s.Compression},
+		{Name: "compression-canary", Value: codecOut},
 		{Name: "compression-library", Value: codecLib},
 		{Name: "file-names", Value: fileNames + ext},
 		{Name: "format", Value: s.Format},
@@ -165,12 +172,25 @@ func (s settings) fingerprint() fingerprint {
 		{Name: "max-file-bytes", Value: itoa(s.MaxFileBytes)},
 		{Name: "max-file-records", Value: itoa(s.MaxFileRecords)},
 		{Name: "output-version", Value: strconv.Itoa(s.OutputVersion)},
+		{Name: "parquet-canary", Value: pqOut},
 		{Name: "parquet-compression", Value: pqComp},
 		{Name: "parquet-library", Value: pqLib},
 		{Name: "parquet-row-group-bytes", Value: pqBytes},
 		{Name: "parquet-row-group-records", Value: pqRecords},
 		{Name: "shards", Value: itoa(int64(s.Shards))},
 	}
+}
+
+// fileExt is the extension of the files: the format's, then the codec's.
+func (s settings) fileExt() string {
+	ext := ""
+	if f, err := lookupFormat(s.Format); err == nil {
+		ext += f.Extension()
+	}
+	if c, err := lookupCodec(s.Compression); err == nil {
+		ext += c.Extension()
+	}
+	return ext
 }
 
 // codecLibrary names the module, with its version, that implements the
@@ -229,14 +249,22 @@ func moduleOf(pkg string) string {
 	return best.Path + " " + v
 }
 
+// informational are settings the marker records for an operator's
+// information only, never compared: the module versions of the libraries.
+// A test binary has no module versions ("unknown"), and two versions of a
+// library may write the same bytes; what the libraries write is compared
+// through their canary digests instead (canary.go).
+var informational = map[string]bool{"compression-library": true, "parquet-library": true}
+
 // changes lists the settings that differ between the folder's marker (was)
 // and this run's (now). A setting only one of them records (a build of
-// s3once that records more, or fewer) cannot be judged, and is no change.
+// s3once that records more, or fewer) cannot be judged, and is no change;
+// nor is an informational one.
 func changes(was, now fingerprint) []SettingChange {
 	var out []SettingChange
 	for _, n := range now {
 		w, ok := was.Get(n.Name)
-		if !ok || w == n.Value {
+		if !ok || w == n.Value || informational[n.Name] {
 			continue
 		}
 		label := settingLabels[n.Name]
@@ -250,28 +278,32 @@ func changes(was, now fingerprint) []SettingChange {
 
 // ---- reading and writing the marker ------------------------------------------
 
-// settingsAPI is what reading and writing the marker needs.
-type settingsAPI interface {
-	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+// folderStore is what judging and stamping an output folder needs: the
+// committer's operations, each call bounded and under its Policy (the
+// preflight's committer makes one attempt per call).
+type folderStore interface {
+	ReadObject(ctx context.Context, bucket, key string, max int64) ([]byte, bool, error)
+	PutOnce(ctx context.Context, bucket, key string, body []byte, contentType string, max int64) ([]byte, bool, error)
+	List(ctx context.Context, bucket, prefix string, fn func([]committer.Object) error) error
 }
+
+var _ folderStore = (*committer.Committer)(nil)
 
 // readSettings reads the folder's marker: nil, nil when there is none (a
 // new folder, or one written by a release that wrote no marker).
-func readSettings(ctx context.Context, c settingsAPI, bucket, prefix string) (fingerprint, error) {
+func readSettings(ctx context.Context, c folderStore, bucket, prefix string) (fingerprint, error) {
 	key := ownkeys.SettingsKey(prefix)
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	b, found, err := c.ReadObject(ctx, bucket, key, maxSettingsBytes)
 	if err != nil {
-		if s3call.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read the settings marker s3://%s/%s: %w", bucket, key, err)
+		return nil, fmt.Errorf("read the settings marker: %w", err)
 	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, maxSettingsBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read the settings marker s3://%s/%s: %w", bucket, key, err)
+	if !found {
+		return nil, nil
 	}
+	return decodeMarker(bucket, key, b)
+}
+
+func decodeMarker(bucket, key string, b []byte) (fingerprint, error) {
 	fp, err := decodeFingerprint(b)
 	if err != nil {
 		return nil, fmt.Errorf("the settings marker s3://%s/%s: %w; use a fresh Prefix, or the s3once build that wrote the folder", bucket, key, err)
@@ -279,86 +311,127 @@ func readSettings(ctx context.Context, c settingsAPI, bucket, prefix string) (fi
 	return fp, nil
 }
 
-// compareSettings checks this run's settings against the folder's marker,
-// if it has one. It reports whether the folder has a marker.
-func compareSettings(ctx context.Context, c settingsAPI, bucket, prefix string, now fingerprint, done string) (bool, error) {
+// folderState is what judgeFolder found.
+type folderState int
+
+const (
+	// folderNew holds no marker and no s3once file: this run's marker is
+	// to be written before its first commit.
+	folderNew folderState = iota
+	// folderMarked holds a marker of this run's settings.
+	folderMarked
+	// folderLegacy holds s3once files but no marker: an earlier release
+	// wrote it (output version 1), with settings nothing records. It is
+	// never stamped with a marker, since its files may have other settings.
+	folderLegacy
+)
+
+// legacyVersion is the output version of a folder that holds s3once files
+// but no settings marker.
+const legacyVersion = "1"
+
+// judgeFolder compares this run's settings with the folder's marker, or,
+// where there is none, tells a new folder from one an earlier release
+// wrote (a listing, stopped at the first s3once file). A marker of other
+// settings, or a folder of another output version, is a
+// SettingsChangedError; done says what this run did about it.
+func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) (folderState, error) {
 	was, err := readSettings(ctx, c, bucket, prefix)
-	if err != nil || was == nil {
-		return false, err
+	if err != nil {
+		return 0, err
 	}
-	if ch := changes(was, now); len(ch) > 0 {
-		return true, &SettingsChangedError{Bucket: bucket, Prefix: prefix, Changes: ch, Done: done}
+	if was != nil {
+		if ch := changes(was, now); len(ch) > 0 {
+			return 0, &SettingsChangedError{Bucket: bucket, Prefix: prefix, Changes: ch, Done: done}
+		}
+		return folderMarked, nil
 	}
-	return true, nil
+	example, err := anyFile(ctx, c, bucket, prefix)
+	if err != nil || example == "" {
+		return folderNew, err
+	}
+	if v, _ := now.Get("output-version"); v != legacyVersion {
+		return 0, &SettingsChangedError{
+			Bucket: bucket, Prefix: prefix, Done: done, Unmarked: example,
+			Changes: []SettingChange{{Setting: settingLabels["output-version"], Was: legacyVersion, Now: v}},
+		}
+	}
+	return folderLegacy, nil
 }
 
-// writeSettings writes the folder's marker where there is none
-// (If-None-Match: *). A marker found in place (another worker's, a rerun's)
-// is compared with this run's settings.
-func writeSettings(ctx context.Context, c settingsAPI, bucket, prefix string, now fingerprint, done string) error {
-	key := ownkeys.SettingsKey(prefix)
-	body := encodeFingerprint(now)
-	_, err := c.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body),
-		ContentLength: aws.Int64(int64(len(body))), IfNoneMatch: aws.String("*"),
-		ContentType: aws.String("text/plain; charset=us-ascii"),
+// errFound stops a listing at its first match.
+var errFound = errors.New("found")
+
+// anyFile returns the key of an s3once file in the folder, or "".
+func anyFile(ctx context.Context, c folderStore, bucket, prefix string) (string, error) {
+	var key string
+	err := c.List(ctx, bucket, ownkeys.Folder(prefix), func(page []committer.Object) error {
+		for _, o := range page {
+			if ownkeys.IsFileName(prefix, o.Key) {
+				key = o.Key
+				return errFound
+			}
+		}
+		return nil
 	})
-	if err == nil {
-		return nil
+	if err != nil && !errors.Is(err, errFound) {
+		return "", fmt.Errorf("list s3://%s/%s for files of an earlier release: %w", bucket, ownkeys.Folder(prefix), err)
 	}
-	if !s3call.IsPreconditionFailed(err) && !s3call.IsConflict(err) {
-		return fmt.Errorf("write the settings marker s3://%s/%s: %w", bucket, key, err)
-	}
-	found, err := compareSettings(ctx, c, bucket, prefix, now, done)
-	if err == nil && !found {
-		err = fmt.Errorf("the settings marker s3://%s/%s was refused as present and then not found; retry", bucket, key)
-	}
-	return err
+	return key, nil
 }
 
-// settingsGuard is the check a commit stage makes before its first commit,
-// and the write after it, once per DoFn instance.
-type settingsGuard struct {
-	mu      sync.Mutex
-	checked bool // the folder's marker holds this run's settings, or it has none
-	written bool // the marker is in place
-}
-
-// check runs before a commit: it compares the folder's marker, once.
-func (g *settingsGuard) check(ctx context.Context, c settingsAPI, bucket, prefix string, now fingerprint) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.checked {
+// stampFolder writes this run's marker in a new folder (If-None-Match). A
+// marker found in place (another worker's, a concurrent run's) is compared
+// with this run's settings.
+func stampFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) error {
+	key := ownkeys.SettingsKey(prefix)
+	have, written, err := c.PutOnce(ctx, bucket, key, encodeFingerprint(now), "text/plain; charset=us-ascii", maxSettingsBytes)
+	if err != nil {
+		return fmt.Errorf("write the settings marker: %w", err)
+	}
+	if written {
 		return nil
 	}
-	found, err := compareSettings(ctx, c, bucket, prefix, now, "this run committed nothing; its uploads are left for the sweep")
+	was, err := decodeMarker(bucket, key, have)
 	if err != nil {
 		return err
 	}
-	g.checked, g.written = true, found
+	if ch := changes(was, now); len(ch) > 0 {
+		return &SettingsChangedError{Bucket: bucket, Prefix: prefix, Changes: ch, Done: done}
+	}
 	return nil
 }
 
-// committed runs after a commit: it writes the marker where there was none.
-// Writing it after the first commit, not before, leaves a folder of an
-// earlier release without a marker when this run's first commit finds its
-// key taken.
-func (g *settingsGuard) committed(ctx context.Context, c settingsAPI, bucket, prefix string, now fingerprint) error {
+// settingsGuard makes sure, once per DoFn instance and before its first
+// commit, that the folder's marker holds this run's settings: judged, and
+// written where the folder is new. The commit stage (where no run-wide
+// barrier did it) and the writer that commits at bundle finalization use it.
+type settingsGuard struct {
+	mu sync.Mutex
+	ok bool
+}
+
+// check runs before a commit.
+func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.written {
+	if g.ok {
 		return nil
 	}
-	if err := writeSettings(ctx, c, bucket, prefix, now, "this run committed files already"); err != nil {
+	state, err := judgeFolder(ctx, c, bucket, prefix, now, done)
+	if err == nil && state == folderNew {
+		err = stampFolder(ctx, c, bucket, prefix, now, done)
+	}
+	if err != nil {
 		return err
 	}
-	g.written = true
+	g.ok = true
 	return nil
 }
 
 // ---- the barrier's and the commit stage's hooks -------------------------------
 
-// decodeSettings reads the marker the DoFn carries (fingerprint.go).
+// decodeSettings reads the marker the DoFn carries (settings_marker.go).
 func (f *barrierFn) decodeSettings() (err error) {
 	if len(f.Settings) > 0 {
 		if f.fp, err = decodeFingerprint(f.Settings); err != nil {
@@ -386,10 +459,12 @@ func (f *barrierFn) refuseSettings(ctx context.Context, all []*barrierFile, err 
 	return err
 }
 
-// checkSettings is the preflight's look at the output folder's settings
-// marker: a marker of other settings is a problem that names each of them.
-// It is skipped when the Config did not validate (the settings are then
-// unknown: Format is empty only then).
+// checkSettings is the preflight's look at the output folder: a marker of
+// other settings, or files of another output version without a marker, is
+// a problem that names each setting. It is skipped when the Config did not
+// validate (the settings are then unknown: Format is empty only then). Its
+// calls go through a committer that tries each once, so a misconfiguration
+// fails at once.
 func (p *prober) checkSettings(ctx context.Context) {
 	if p.s.Format == "" {
 		p.pe.Unchecked = append(p.pe.Unchecked, "the output folder's settings marker (the configuration is not valid)")
@@ -398,7 +473,11 @@ func (p *prober) checkSettings(ctx context.Context) {
 	key := ownkeys.SettingsKey(p.s.Prefix)
 	now := p.s.fingerprint()
 	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		_, err := compareSettings(ctx, p.api, p.s.Bucket, p.s.Prefix, now, "")
+		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, CallTimeout: preflightCallTimeout})
+		if err != nil {
+			return err
+		}
+		_, err = judgeFolder(ctx, c, p.s.Bucket, p.s.Prefix, now, "")
 		return err
 	})
 }

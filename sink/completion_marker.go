@@ -9,19 +9,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/recoverable"
 )
 
 // Values of Config.CompletionMarker.
@@ -47,8 +42,9 @@ func checkMarker(mode string) error {
 	return fmt.Errorf("CompletionMarker %q must be %q, %q or empty (none)", mode, MarkerSuccess, MarkerManifest)
 }
 
-// withMarkers adds the marker stage after the commit stage when the
-// settings ask for one: the committed files' results, grouped by window,
+// withMarkers adds output version 1's marker stage after the commit stage
+// when the settings ask for one (version 2 writes markers after the
+// partition manifests, manifests.go): the committed files' results, grouped by window,
 // become one marker each. The grouping fires once the watermark passes the
 // window, that is once every file of the window went through the commit
 // stage.
@@ -81,7 +77,7 @@ type markerFn struct {
 	S    settings `json:"s"`
 	Mode string   `json:"mode"`
 
-	client s3API
+	c *committer.Committer
 }
 
 func (f *markerFn) Setup(ctx context.Context) error {
@@ -89,13 +85,13 @@ func (f *markerFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.client = w.client
+	f.c = w.committer
 	return nil
 }
 
 func (f *markerFn) ProcessElement(ctx context.Context, pane typex.PaneInfo, window string, results func(*FileResult) bool) error {
 	key := ownkeys.MarkerKey(f.S.Prefix, window, pane.Index)
-	return writeMarker(ctx, f.client, f.S.Bucket, key, markerBody(f.Mode, results))
+	return writeMarker(ctx, f.c, f.S.Bucket, key, markerBody(f.Mode, results))
 }
 
 // markerBody is the marker's bytes: nothing for MarkerSuccess; for
@@ -105,6 +101,7 @@ func markerBody(mode string, results func(*FileResult) bool) []byte {
 	byKey := map[string]FileResult{}
 	var r FileResult
 	for results(&r) {
+		r.CRC64NVME = 0 // output version 1's markers were written without it
 		byKey[r.Key] = r
 	}
 	if mode != MarkerManifest {
@@ -126,30 +123,17 @@ func markerBody(mode string, results func(*FileResult) bool) []byte {
 // writeMarker commits a marker as a file is committed: written only where
 // the key is empty (If-None-Match: *). A key that already holds the same
 // bytes (a retry, a rerun) is a success; other bytes are ErrKeyTaken.
-func writeMarker(ctx context.Context, c s3API, bucket, key string, body []byte) error {
-	_, err := c.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body),
-		ContentLength: aws.Int64(int64(len(body))), IfNoneMatch: aws.String("*"),
-		ContentType: aws.String("application/x-ndjson"),
-	})
-	if err == nil {
+func writeMarker(ctx context.Context, c *committer.Committer, bucket, key string, body []byte) error {
+	have, written, err := c.PutOnce(ctx, bucket, key, body, "application/x-ndjson", maxMarkerBytes)
+	if err != nil {
+		return fmt.Errorf("s3once sink: write the completion marker: %w", err)
+	}
+	if written || bytes.Equal(have, body) {
 		return nil
 	}
-	if st := recoverable.StatusCode(err); st != http.StatusPreconditionFailed && st != http.StatusConflict {
-		return fmt.Errorf("s3once sink: write the completion marker s3://%s/%s: %w", bucket, key, err)
-	}
-	out, gerr := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if gerr != nil {
-		return fmt.Errorf("s3once sink: the completion marker s3://%s/%s exists (%w) and cannot be read: %w", bucket, key, err, gerr)
-	}
-	defer out.Body.Close()
-	have, rerr := io.ReadAll(out.Body)
-	if rerr != nil {
-		return fmt.Errorf("s3once sink: read the completion marker s3://%s/%s: %w", bucket, key, rerr)
-	}
-	if !bytes.Equal(have, body) {
-		return fmt.Errorf("s3once sink: the completion marker s3://%s/%s holds other bytes (%d, not %d): %w; the window's files differ from an earlier run's: inspect both runs, and delete the marker if this run's files are the right ones",
-			bucket, key, len(have), len(body), committer.ErrKeyTaken)
-	}
-	return nil
+	return fmt.Errorf("s3once sink: the completion marker s3://%s/%s holds other bytes (%d, not %d): %w; the window's files differ from an earlier run's: inspect both runs, and delete the marker if this run's files are the right ones",
+		bucket, key, len(have), len(body), committer.ErrKeyTaken)
 }
+
+// maxMarkerBytes bounds what is read of a completion marker found in place.
+const maxMarkerBytes = 1 << 30

@@ -89,15 +89,19 @@ func TestCompletionMarkerManifest(t *testing.T) {
 func TestCompletionMarkerWrittenOnce(t *testing.T) {
 	bucket := srv.Bucket(t)
 	c := testClient()
-	ctx := context.Background()
-	key := ownkeys.MarkerKey("out", "global", 0)
-	if err := writeMarker(ctx, c, bucket, key, []byte("a\n")); err != nil {
+	cm, err := committer.New(c, committer.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeMarker(ctx, c, bucket, key, []byte("a\n")); err != nil {
+	ctx := context.Background()
+	key := ownkeys.MarkerKey("out", "global", 0)
+	if err := writeMarker(ctx, cm, bucket, key, []byte("a\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarker(ctx, cm, bucket, key, []byte("a\n")); err != nil {
 		t.Fatalf("same bytes again: %v", err)
 	}
-	if err := writeMarker(ctx, c, bucket, key, []byte("b\n")); !errors.Is(err, committer.ErrKeyTaken) {
+	if err := writeMarker(ctx, cm, bucket, key, []byte("b\n")); !errors.Is(err, committer.ErrKeyTaken) {
 		t.Fatalf("other bytes: %v, want ErrKeyTaken", err)
 	}
 	if got := s3test.Object(t, c, bucket, key); string(got) != "a\n" {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3test"
@@ -21,18 +22,7 @@ import (
 // shards, after the preflight when asked; it returns the first error.
 func settingsRun(t *testing.T, bucket, prefix string, in []string, compression string, shards int, preflight bool) (map[string]int64, error) {
 	t.Helper()
-	cfg := testConfig(bucket, prefix)
-	cfg.Compression, cfg.Shards = compression, shards
-	cfg.MaxFileRecords = 200
-	if preflight {
-		if err := Preflight(context.Background(), cfg); err != nil {
-			return nil, err
-		}
-	}
-	p, s := beam.NewPipelineWithRoot()
-	Write(s, beam.CreateList(s, in), cfg)
-	pr, err := beam.Run(context.Background(), "prism", p)
-	return counters(pr), err
+	return settingsRunV(t, bucket, prefix, in, compression, shards, preflight, 0)
 }
 
 // TestChangedSettingsRerunRefused: a rerun into a folder with other
@@ -113,14 +103,47 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 	sweep(t, c, bucket)
 	unchanged("after the sweep")
 
-	// A folder an earlier release wrote has files and no marker.
+	// A folder an earlier release wrote has files and no marker: it is of
+	// output version 1. A run of the latest version is refused before any
+	// commit, by the preflight and by the sink, with the value to set; a
+	// run with OutputVersion 1 goes through and leaves no marker, since
+	// the files' settings are nowhere recorded.
 	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(markerKey)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := settingsRun(t, bucket, "out", in, "gzip", 2, true); err != nil {
-		t.Fatalf("a rerun into a folder without a marker: %v", err)
+	for _, preflight := range []bool{true, false} {
+		_, err := settingsRun(t, bucket, "out", in, "gzip", 2, preflight)
+		if err == nil || !errcode.Has(errors.New(err.Error()), errcode.SettingsChanged) || !strings.Contains(err.Error(), "set OutputVersion: 1") || !strings.Contains(err.Error(), "earlier s3once release") {
+			t.Errorf("a run of output version 2 into a folder without a marker (preflight %v): %v", preflight, err)
+		}
+		if !maps.EqualFunc(before, relative(t, c, bucket, "out"), bytes.Equal) {
+			t.Errorf("the refused run changed the folder")
+		}
+		checkClean(t, c, bucket)
 	}
-	unchanged("after a rerun into a folder without a marker")
+	if _, err := settingsRunV(t, bucket, "out", in, "gzip", 2, true, 1); err != nil {
+		t.Fatalf("a rerun with OutputVersion 1 into a folder without a marker: %v", err)
+	}
+	if keys := s3test.Keys(t, c, bucket, markerKey); len(keys) != 0 {
+		t.Errorf("a folder of an earlier release was stamped with a marker: %v", keys)
+	}
+}
+
+// settingsRunV is settingsRun with an output version.
+func settingsRunV(t *testing.T, bucket, prefix string, in []string, compression string, shards int, preflight bool, version int) (map[string]int64, error) {
+	t.Helper()
+	cfg := testConfig(bucket, prefix)
+	cfg.Compression, cfg.Shards, cfg.OutputVersion = compression, shards, version
+	cfg.MaxFileRecords = 200
+	if preflight {
+		if err := Preflight(context.Background(), cfg); err != nil {
+			return nil, err
+		}
+	}
+	p, s := beam.NewPipelineWithRoot()
+	Write(s, beam.CreateList(s, in), cfg)
+	pr, err := beam.Run(context.Background(), "prism", p)
+	return counters(pr), err
 }
 
 // TestSettingsGuard: the commit stage's check (where no barrier runs)
@@ -129,18 +152,17 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 func TestSettingsGuard(t *testing.T) {
 	bucket := srv.Bucket(t)
 	c := testClient()
-	ctx := context.Background()
-	mine := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "shards", Value: "4"}}
-	other := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "shards", Value: "8"}}
-
-	var g settingsGuard
-	if err := g.check(ctx, c, bucket, "w", mine); err != nil {
+	cm, err := committer.New(c, committer.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if keys := s3test.Keys(t, c, bucket, ""); len(keys) > 0 {
-		t.Fatalf("the check wrote %v", keys)
-	}
-	if err := g.committed(ctx, c, bucket, "w", mine); err != nil {
+	ctx := context.Background()
+	mine := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "4"}}
+	other := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "8"}}
+
+	// A new folder: the check writes the marker, before any commit.
+	var g settingsGuard
+	if err := g.check(ctx, cm, bucket, "w", mine, "done"); err != nil {
 		t.Fatal(err)
 	}
 	if got := s3test.Object(t, c, bucket, "w/_s3once_settings"); !bytes.Equal(got, encodeFingerprint(mine)) {
@@ -148,33 +170,56 @@ func TestSettingsGuard(t *testing.T) {
 	}
 	// Another worker of the same run: it finds the marker in place.
 	var g2 settingsGuard
-	if err := g2.check(ctx, c, bucket, "w", mine); err != nil {
-		t.Fatal(err)
-	}
-	if err := g2.committed(ctx, c, bucket, "w", mine); err != nil {
+	if err := g2.check(ctx, cm, bucket, "w", mine, "done"); err != nil {
 		t.Fatal(err)
 	}
 	// Two workers that both found no marker: the second write meets the
 	// first's, with the same bytes.
-	if err := writeSettings(ctx, c, bucket, "w", mine, ""); err != nil {
+	if err := stampFolder(ctx, cm, bucket, "w", mine, ""); err != nil {
 		t.Fatalf("a second write of the same marker: %v", err)
 	}
 	// A run with other settings.
 	var g3 settingsGuard
-	err := g3.check(ctx, c, bucket, "w", other)
+	err = g3.check(ctx, cm, bucket, "w", other, "this run committed nothing")
 	var sc *SettingsChangedError
 	if !errors.As(err, &sc) || len(sc.Changes) != 1 || sc.Changes[0] != (SettingChange{"Shards", "4", "8"}) || !strings.Contains(err.Error(), "committed nothing") {
 		t.Fatalf("a check with other settings: %v", err)
 	}
-	if err := writeSettings(ctx, c, bucket, "w", other, ""); !errors.Is(err, ErrSettingsChanged) {
+	if err := stampFolder(ctx, cm, bucket, "w", other, ""); !errors.Is(err, ErrSettingsChanged) {
 		t.Fatalf("a write of other settings: %v", err)
+	}
+	// Module versions are recorded for information, never compared.
+	lib := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "compression-library", Value: "github.com/klauspost/compress v1.19.2"}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "4"}}
+	unknown := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "compression-library", Value: unknownLibrary}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "4"}}
+	if err := stampFolder(ctx, cm, bucket, "lib", unknown, ""); err != nil {
+		t.Fatal(err)
+	}
+	var g5 settingsGuard
+	if err := g5.check(ctx, cm, bucket, "lib", lib, ""); err != nil {
+		t.Fatalf("a build with module information after a test build: %v", err)
 	}
 	// A marker this build cannot read is refused, not replaced.
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("v/_s3once_settings"), Body: strings.NewReader("s3once-settings 9\n")}); err != nil {
 		t.Fatal(err)
 	}
 	var g4 settingsGuard
-	if err := g4.check(ctx, c, bucket, "v", mine); err == nil || !strings.Contains(err.Error(), "version 9, written by a later s3once") {
+	if err := g4.check(ctx, cm, bucket, "v", mine, ""); err == nil || !strings.Contains(err.Error(), "version 9, written by a later s3once") {
 		t.Fatalf("a marker of a later version: %v", err)
+	}
+	// A folder with s3once files and no marker is of output version 1.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("old/d/global-pane-0-shard-00000-of-00004-file-00000.txt"), Body: strings.NewReader("x\n")}); err != nil {
+		t.Fatal(err)
+	}
+	var g6 settingsGuard
+	if err := g6.check(ctx, cm, bucket, "old", mine, ""); !errors.Is(err, ErrSettingsChanged) || !strings.Contains(err.Error(), "set OutputVersion: 1") {
+		t.Fatalf("a folder of an earlier release: %v", err)
+	}
+	v1 := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "output-version", Value: "1"}, {Name: "shards", Value: "4"}}
+	var g7 settingsGuard
+	if err := g7.check(ctx, cm, bucket, "old", v1, ""); err != nil {
+		t.Fatalf("a run of output version 1 into a folder of an earlier release: %v", err)
+	}
+	if keys := s3test.Keys(t, c, bucket, "old/_s3once_settings"); len(keys) != 0 {
+		t.Fatalf("a folder of an earlier release was stamped: %v", keys)
 	}
 }

@@ -1,0 +1,719 @@
+package main
+
+// verify: what an output folder holds, judged against its manifests, its
+// settings marker and its completion markers. Every S3 call goes through
+// the committer (bounded, under its Policy); nothing is written.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/manifest"
+	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/settingsmarker"
+)
+
+// Problem kinds, part of verify's JSON interface.
+const (
+	kindNoOutput         = "no-output"              // nothing of s3once's under the prefix
+	kindSettings         = "settings-unreadable"    // the settings marker does not decode, or this build cannot judge it
+	kindSettingsMissing  = "settings-missing"       // manifests exist, but the settings marker written before them does not
+	kindManifest         = "manifest-unreadable"    // a partition manifest does not decode
+	kindManifestForeign  = "manifest-entry-foreign" // a manifest lists a key outside its partition
+	kindMissing          = "file-missing"           // a manifest's file is not there
+	kindChanged          = "file-changed"           // a manifest's file has other bytes (size or CRC64NVME)
+	kindExtra            = "file-extra"             // an s3once file its partition's manifest does not list: a mixed partition
+	kindOtherSettings    = "file-other-settings"    // (no manifest) a file named for other settings than the marker's: a mixed partition
+	kindShardsMixed      = "shards-mixed"           // (no manifest) files of several shard counts, or split and unsplit, in one partition
+	kindMarkerUnreadable = "marker-unreadable"      // a completion marker that lists files does not decode
+	kindMarkerMissing    = "marker-file-missing"    // a completion marker lists a file that is not there, or not with its size
+	kindMarkerIncomplete = "marker-incomplete"      // a completion marker leaves out files of its window (written early)
+	kindUploadLeft       = "upload-left"            // an open multipart upload of s3once's under the prefix
+)
+
+// remedyMixed is what to do about a mixed partition.
+const remedyMixed = "delete the partition and run again, or write to a fresh prefix"
+
+// How a partition was checked.
+const (
+	byManifest = "manifest"
+	byListing  = "listing"
+)
+
+// verifyOptions are verify's inputs.
+type verifyOptions struct {
+	bucket, prefix, staging string
+	// concurrency bounds the look-ups and reads in flight.
+	concurrency int
+	now         time.Time
+	// tableRun: the folder is a table run's (checkTableRun).
+	tableRun bool
+}
+
+// verifier checks one output folder.
+type verifier struct {
+	c   *committer.Committer
+	o   verifyOptions
+	rep *verifyReport
+
+	mu sync.Mutex // guards rep's lists while look-ups run
+
+	// ext is the files' extension from the settings marker; extKnown is
+	// false where no marker gives it (output version 1).
+	ext      string
+	extKnown bool
+	// shards is the marker's Shards (0: unknown).
+	shards int
+	// settingsUnread: the marker could not be read (an S3 error).
+	settingsUnread bool
+	// sizes holds every listed key under the prefix (staging excluded).
+	sizes map[string]int64
+	parts map[partKey]*partition
+	// markers are the completion markers listed.
+	markers []string
+	// exts counts the extensions of s3once-shaped files (for a folder
+	// without a marker).
+	exts map[string]int
+}
+
+type partKey struct{ dest, window string }
+
+// partition is what the listing found of one (destination, window).
+type partition struct {
+	manifest string // key, "" where none was listed
+	files    []fileName
+	// named are the keys of the partition's file-name shape that cannot be
+	// this folder's files (unless its manifest lists them).
+	named []namedLike
+	// listed holds the keys its manifest lists, once read (nil: none read).
+	listed map[string]bool
+}
+
+// fileName is an s3once-shaped key taken apart.
+type fileName struct {
+	key                  string
+	size                 int64
+	pane                 int64
+	shard, shards        int
+	subBatch, subBatches int // 0, 1 where the shard was not split
+	file                 int
+	ext                  string
+}
+
+// verifyFolder checks the folder and returns the report, its outcome set.
+// What could not be checked (an S3 call that kept failing, a cancelled
+// context) is in the report's Unverified list.
+func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) *verifyReport {
+	v := &verifier{
+		c: c, o: o,
+		rep: &verifyReport{
+			Bucket: o.bucket, Prefix: o.prefix, StagingPrefix: o.staging, CheckedAt: o.now,
+			Settings: settingsReport{Key: ownkeys.SettingsKey(o.prefix)},
+		},
+		sizes: map[string]int64{}, parts: map[partKey]*partition{}, exts: map[string]int{},
+	}
+	v.readSettings(ctx)
+	if !v.list(ctx) {
+		return v.finish()
+	}
+	v.checkPartitions(ctx)
+	v.checkMarkers(ctx)
+	v.checkUploads(ctx)
+	if o.tableRun {
+		v.checkTableRun(ctx)
+	}
+	return v.finish()
+}
+
+func (v *verifier) problem(p problem) {
+	v.mu.Lock()
+	v.rep.Problems = append(v.rep.Problems, p)
+	v.mu.Unlock()
+}
+
+// named reports keys named like s3once's files.
+func (v *verifier) named(n ...namedLike) {
+	v.mu.Lock()
+	v.rep.NamedLikeS3once = append(v.rep.NamedLikeS3once, n...)
+	v.mu.Unlock()
+}
+
+func (v *verifier) unverified(key string, err error) {
+	v.mu.Lock()
+	v.rep.Unverified = append(v.rep.Unverified, unverified{Key: key, Error: err.Error()})
+	v.mu.Unlock()
+}
+
+// ---- the settings marker ---------------------------------------------------
+
+// readSettings reads and judges the settings marker.
+func (v *verifier) readSettings(ctx context.Context) {
+	sr := &v.rep.Settings
+	// One byte over the marker's bound, so that a marker just over it is
+	// refused by its decoder (a problem); a far larger object fails the
+	// read (unverified).
+	body, found, err := v.c.ReadObject(ctx, v.o.bucket, sr.Key, settingsmarker.MaxBytes+1)
+	if err != nil {
+		v.settingsUnread = true
+		v.unverified(sr.Key, err)
+		return
+	}
+	if !found {
+		return
+	}
+	sr.Found = true
+	bad := func(format string, args ...any) {
+		sr.Error = fmt.Sprintf(format, args...)
+		v.problem(problem{Kind: kindSettings, Key: sr.Key, Message: sr.Error})
+	}
+	fp, err := settingsmarker.Decode(body)
+	if err != nil {
+		bad("the settings marker does not decode (%v): written by a later s3once (use a newer s3once to verify) or damaged (compare it with the settings the pipeline runs with)", err)
+		return
+	}
+	sr.OutputVersion = "1" // markers written before the setting existed
+	if ov, ok := fp.Get("output-version"); ok {
+		sr.OutputVersion = ov
+	}
+	if sr.OutputVersion != "1" && sr.OutputVersion != "2" {
+		bad("the settings marker records output version %q, which this s3once does not know (it knows 1 and 2): use a newer s3once to verify", sr.OutputVersion)
+		return
+	}
+	names, _ := fp.Get("file-names")
+	ext, ok := ownkeys.FileNamesExt(names)
+	if !ok {
+		bad("the settings marker's file-names %q is not a file-name template this s3once knows: use a newer s3once to verify", names)
+		return
+	}
+	v.ext, v.extKnown, sr.Extension = ext, true, ext
+	if s, ok := fp.Get("shards"); ok {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			v.shards, sr.Shards = n, n
+		}
+	}
+}
+
+// ---- the listing ---------------------------------------------------------
+
+// list reads every key under the prefix and sorts them into partitions;
+// false where the listing failed.
+func (v *verifier) list(ctx context.Context) bool {
+	folder := ownkeys.Folder(v.o.prefix)
+	stagingFolder := ownkeys.Folder(v.o.staging)
+	err := v.c.List(ctx, v.o.bucket, folder, func(page []committer.Object) error {
+		for _, o := range page {
+			k := o.Key
+			if ownkeys.Overlap(v.o.prefix, v.o.staging) && strings.HasPrefix(k, stagingFolder) {
+				continue // the writers' side objects and probes
+			}
+			v.sizes[k] = o.Size
+			switch {
+			case ownkeys.IsSettings(v.o.prefix, k):
+			case ownkeys.IsMarker(v.o.prefix, k):
+				v.markers = append(v.markers, k)
+			case ownkeys.IsManifest(v.o.prefix, k):
+				d, w, _ := ownkeys.ParseManifestKey(v.o.prefix, k)
+				v.partition(d, w).manifest = k
+			default:
+				d, w, ok := ownkeys.ParseFileKey(v.o.prefix, k)
+				if !ok {
+					v.rep.OtherKeys++
+					continue
+				}
+				p := v.partition(d, w)
+				n, why := v.fileName(k, o.Size, w)
+				if why != "" {
+					p.named = append(p.named, namedLike{Key: k, Size: o.Size, Reason: why})
+					continue
+				}
+				v.exts[n.ext]++
+				p.files = append(p.files, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		v.unverified(folder, fmt.Errorf("list s3://%s/%s (check the bucket, the credentials and the endpoint, then run again): %w", v.o.bucket, folder, err))
+		return false
+	}
+	if !v.extKnown && len(v.exts) > 1 {
+		exts := make([]string, 0, len(v.exts))
+		for e := range v.exts {
+			exts = append(exts, e)
+		}
+		slices.Sort(exts)
+		v.unverified(v.rep.Settings.Key, fmt.Errorf("files of %d extensions (%s) and no settings marker to say which are s3once's: check them by hand", len(exts), strings.Join(exts, ", ")))
+	}
+	return true
+}
+
+func (v *verifier) partition(dest, window string) *partition {
+	k := partKey{dest, window}
+	p := v.parts[k]
+	if p == nil {
+		p = &partition{}
+		v.parts[k] = p
+	}
+	return p
+}
+
+// fileTail is what follows "<window>-pane-" in a file name.
+var fileTail = regexp.MustCompile(`^([0-9]+)-shard-([0-9]{5,})-of-([0-9]{5,})(?:-batch-([0-9]{2,})-of-([0-9]{2,}))?-file-([0-9]{5,})(.*)$`)
+
+// fileName takes an s3once-shaped key of window apart. why is not empty
+// where the key cannot be one of this folder's files: an extension other
+// than the settings marker's, or numbers s3once does not write.
+func (v *verifier) fileName(key string, size int64, window string) (n fileName, why string) {
+	base := key[strings.LastIndexByte(key, '/')+1:]
+	m := fileTail.FindStringSubmatch(base[len(window)+len("-pane-"):])
+	if m == nil {
+		return n, "not an s3once file name" // IsFileName took it: not reached
+	}
+	num := func(s string, width int) (int64, bool) {
+		x, err := strconv.ParseInt(s, 10, 64)
+		pad := strconv.FormatInt(x, 10)
+		if len(pad) < width {
+			pad = strings.Repeat("0", width-len(pad)) + pad
+		}
+		return x, err == nil && pad == s
+	}
+	n = fileName{key: key, size: size, subBatches: 1, ext: m[7]}
+	pane, ok1 := num(m[1], 1)
+	shard, ok2 := num(m[2], 5)
+	shards, ok3 := num(m[3], 5)
+	file, ok4 := num(m[6], 5)
+	ok := ok1 && ok2 && ok3 && ok4 && shard < shards && shards <= 1<<20 && file < 1<<30
+	n.pane, n.shard, n.shards, n.file = pane, int(shard), int(shards), int(file)
+	if m[4] != "" {
+		sub, ok5 := num(m[4], 2)
+		subs, ok6 := num(m[5], 2)
+		ok = ok && ok5 && ok6 && subs > 1 && sub < subs && subs <= 1<<20
+		n.subBatch, n.subBatches = int(sub), int(subs)
+	}
+	switch {
+	case v.extKnown && n.ext != v.ext:
+		return n, fmt.Sprintf("its extension %q is not this folder's %q (from the settings marker)", n.ext, v.ext)
+	case !ok:
+		return n, "its numbers are not as s3once writes them (padding, or a shard or sub-batch past its count)"
+	}
+	return n, ""
+}
+
+// ---- partitions ----------------------------------------------------------
+
+func (v *verifier) checkPartitions(ctx context.Context) {
+	keys := make([]partKey, 0, len(v.parts))
+	for k := range v.parts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b partKey) int {
+		return cmp.Or(strings.Compare(a.dest, b.dest), strings.Compare(a.window, b.window))
+	})
+	hasFiles := false
+	for _, k := range keys {
+		hasFiles = hasFiles || len(v.parts[k].files) > 0 || v.parts[k].manifest != ""
+	}
+	if !hasFiles && !v.rep.Settings.Found {
+		v.problem(problem{Kind: kindNoOutput, Key: ownkeys.Folder(v.o.prefix), Message: "no s3once output (files, manifests or settings marker) under the prefix: check --bucket and --prefix"})
+		return
+	}
+	if !v.rep.Settings.Found && !v.settingsUnread {
+		for _, k := range keys {
+			if m := v.parts[k].manifest; m != "" {
+				v.problem(problem{Kind: kindSettingsMissing, Key: v.rep.Settings.Key,
+					Message: fmt.Sprintf("partition manifests (such as %s) exist, so a settings marker was written before them, but it is not there: it was deleted outside s3once, and a rerun with other settings would no longer be refused; restore it, or write to a fresh prefix", m)})
+				break
+			}
+		}
+	}
+	// Manifests are read on one group, their files looked up on another, so
+	// that a manifest's reader waiting for a look-up slot never holds the
+	// slot a look-up needs.
+	var manifests, lookups errgroup.Group
+	manifests.SetLimit(v.o.concurrency)
+	lookups.SetLimit(v.o.concurrency)
+	for _, k := range keys {
+		p := v.parts[k]
+		if len(p.files) == 0 && p.manifest == "" {
+			v.named(p.named...)
+			continue // only keys named like s3once's: no partition of s3once's
+		}
+		pr := &partitionReport{Destination: k.dest, Window: k.window, Manifest: p.manifest, Files: len(p.files)}
+		v.rep.Partitions = append(v.rep.Partitions, pr)
+		if p.manifest != "" {
+			pr.CheckedBy = byManifest
+			manifests.Go(func() error {
+				v.checkByManifest(ctx, &lookups, k, p, pr)
+				return nil
+			})
+			continue
+		}
+		pr.CheckedBy = byListing
+		v.named(p.named...)
+		switch {
+		case !v.rep.Settings.Found:
+			pr.Note = "no manifest and no settings marker: an output-version-1 folder (an earlier release), checked by a listing alone"
+		case v.rep.Settings.OutputVersion == "1":
+			pr.Note = "no manifest: output version 1 keeps none; checked by a listing and the settings marker"
+		default:
+			pr.Note = "no manifest yet (its window has not expired, or the run has not finished): checked by a listing and the settings marker"
+		}
+		v.checkByListing(k, p, pr)
+	}
+	_ = manifests.Wait() // every read and look-up reports its own failure
+	_ = lookups.Wait()
+}
+
+// checkByManifest reads the partition's manifest and looks up every file it
+// lists, concurrently on lookups; a listed s3once file it does not list
+// makes the partition mixed. It touches only its partition's p and pr, and
+// the report through v's lock.
+func (v *verifier) checkByManifest(ctx context.Context, lookups *errgroup.Group, k partKey, p *partition, pr *partitionReport) {
+	body, found, err := v.c.ReadObject(ctx, v.o.bucket, p.manifest, manifest.MaxBytes)
+	if err == nil && !found {
+		err = errors.New("listed, then not found: read again")
+	}
+	if err != nil {
+		v.named(p.named...)
+		v.unverified(p.manifest, err)
+		return
+	}
+	entries, err := manifest.Decode(body)
+	if err != nil {
+		v.named(p.named...)
+		v.problem(problem{Kind: kindManifest, Destination: k.dest, Window: k.window, Key: p.manifest,
+			Message: fmt.Sprintf("the partition manifest does not decode (%v): it was changed outside s3once; the partition's files cannot be proved", err)})
+		return
+	}
+	listed := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		listed[e.Key] = true
+		pr.Records += e.Records
+		pr.Bytes += e.Size
+	}
+	pr.Entries = len(entries)
+	p.listed = listed
+	for _, n := range p.named {
+		if !listed[n.Key] {
+			v.named(n)
+		}
+	}
+	for _, f := range p.files {
+		if listed[f.key] {
+			continue
+		}
+		pr.Mixed = true
+		v.problem(problem{Kind: kindExtra, Destination: k.dest, Window: k.window, Key: f.key,
+			Message: fmt.Sprintf("an s3once file that the partition's manifest %s does not list: the partition is mixed (it holds another run's files); %s", p.manifest, remedyMixed)})
+	}
+	for _, e := range entries {
+		if !ownkeys.IsPartitionFile(v.o.prefix, k.dest, k.window, e.Key) {
+			v.problem(problem{Kind: kindManifestForeign, Destination: k.dest, Window: k.window, Key: e.Key,
+				Message: fmt.Sprintf("the manifest %s lists a key that is not a file of its partition", p.manifest)})
+			continue
+		}
+		switch n, why := v.fileName(e.Key, e.Size, k.window); {
+		case why != "":
+			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: e.Key,
+				Message: fmt.Sprintf("the manifest %s lists a file that cannot be this folder's: %s; the files and the settings marker disagree", p.manifest, why)})
+		case v.shards > 0 && n.shards != v.shards:
+			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: e.Key,
+				Message: fmt.Sprintf("the manifest %s lists a file named for %d shards where the settings marker records %d: the files and the settings marker disagree", p.manifest, n.shards, v.shards)})
+		}
+		lookups.Go(func() error {
+			lctx, cancel := context.WithTimeout(ctx, v.lookupBound(e.Size))
+			h, err := v.c.Lookup(lctx, v.o.bucket, e.Key, e.Size)
+			cancel()
+			switch {
+			case err != nil:
+				v.unverified(e.Key, err)
+			case !h.Exists:
+				v.problem(problem{Kind: kindMissing, Destination: k.dest, Window: k.window, Key: e.Key,
+					Message: fmt.Sprintf("listed in the manifest %s (%d bytes, CRC64NVME %016x) but not there: deleted outside s3once; the partition is incomplete", p.manifest, e.Size, e.CRC64NVME)})
+			case !h.Is(e.Size, e.CRC64NVME):
+				v.problem(problem{Kind: kindChanged, Destination: k.dest, Window: k.window, Key: e.Key,
+					Message: fmt.Sprintf("the manifest %s lists %d bytes with CRC64NVME %016x; the key holds %s: overwritten outside s3once", p.manifest, e.Size, e.CRC64NVME, h)})
+			}
+			return nil
+		})
+	}
+}
+
+// lookupBound bounds one file's Lookup: its HEAD under the committer's
+// Policy, then, where the server keeps no CRC64NVME, each read-back at
+// s3call.CallTimeout(size) (1 MiB/s after the base bound) and a backoff.
+// The committer bounds the read-back by its context alone.
+func (v *verifier) lookupBound(size int64) time.Duration {
+	o := v.c.Options()
+	head := s3call.Policy{CallTimeout: o.CallTimeout, Attempts: o.MaxAttempts, BaseBackoff: o.BaseBackoff, MaxBackoff: o.MaxBackoff}
+	return head.WorstCase() + time.Duration(o.MaxAttempts)*(s3call.CallTimeout(size)+o.MaxBackoff)
+}
+
+// checkByListing judges a partition without a manifest by its names: every
+// file is named for the marker's Shards, and no shard is named both split
+// and unsplit (or split two ways) within a pane.
+func (v *verifier) checkByListing(k partKey, p *partition, pr *partitionReport) {
+	counts := map[int]bool{}
+	type paneShard struct {
+		pane  int64
+		shard int
+	}
+	splits := map[paneShard]map[int]string{} // sub-batch count -> a key
+	for _, f := range p.files {
+		pr.Bytes += f.size
+		counts[f.shards] = true
+		if v.shards > 0 && f.shards != v.shards {
+			pr.Mixed = true
+			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: f.key,
+				Message: fmt.Sprintf("named for %d shards where the settings marker records %d: another run's file, so the partition is mixed; %s", f.shards, v.shards, remedyMixed)})
+		}
+		ps := paneShard{f.pane, f.shard}
+		if splits[ps] == nil {
+			splits[ps] = map[int]string{}
+		}
+		if _, ok := splits[ps][f.subBatches]; !ok {
+			splits[ps][f.subBatches] = f.key
+		}
+	}
+	if v.shards == 0 && len(counts) > 1 {
+		pr.Mixed = true
+		ns := make([]int, 0, len(counts))
+		for n := range counts {
+			ns = append(ns, n)
+		}
+		slices.Sort(ns)
+		v.problem(problem{Kind: kindShardsMixed, Destination: k.dest, Window: k.window, Key: ownkeys.PartitionFilePrefix(v.o.prefix, k.dest, k.window),
+			Message: fmt.Sprintf("files named for %v shards in one partition: files of two runs; %s", ns, remedyMixed)})
+	}
+	shardKeys := make([]paneShard, 0, len(splits))
+	for ps := range splits {
+		shardKeys = append(shardKeys, ps)
+	}
+	slices.SortFunc(shardKeys, func(a, b paneShard) int { return cmp.Or(cmp.Compare(a.pane, b.pane), cmp.Compare(a.shard, b.shard)) })
+	for _, ps := range shardKeys {
+		ways := splits[ps]
+		if len(ways) < 2 {
+			continue
+		}
+		pr.Mixed = true
+		examples := make([]string, 0, len(ways))
+		for _, key := range ways {
+			examples = append(examples, key)
+		}
+		slices.Sort(examples)
+		v.problem(problem{Kind: kindShardsMixed, Destination: k.dest, Window: k.window, Key: examples[0],
+			Message: fmt.Sprintf("pane %d, shard %d is named split in %d ways (%s): files of two runs; %s", ps.pane, ps.shard, len(ways), strings.Join(examples, ", "), remedyMixed)})
+	}
+}
+
+// ---- completion markers --------------------------------------------------
+
+// markerLine is what verify reads of a completion marker's line (the
+// sink's FileResult).
+type markerLine struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	Bytes  *int64 `json:"bytes"`
+}
+
+// checkMarkers reads each completion marker; one that lists files must
+// list only files that are there, with their sizes, and every file of its
+// window's panes that it lists (else it was written early).
+func (v *verifier) checkMarkers(ctx context.Context) {
+	slices.Sort(v.markers)
+	// A window's files: its manifests' where a partition has one (a file
+	// beside them is reported as extra), else its listed files.
+	byWindow := map[string][]fileName{}
+	for k, p := range v.parts {
+		for _, f := range p.files {
+			if p.listed == nil || p.listed[f.key] {
+				byWindow[k.window] = append(byWindow[k.window], f)
+			}
+		}
+	}
+	for _, key := range v.markers {
+		v.rep.CompletionMarkers = append(v.rep.CompletionMarkers, v.checkMarker(ctx, key, byWindow))
+	}
+}
+
+func (v *verifier) checkMarker(ctx context.Context, key string, byWindow map[string][]fileName) markerReport {
+	mr := markerReport{Key: key}
+	body, found, err := v.c.ReadObject(ctx, v.o.bucket, key, manifest.MaxBytes)
+	if err == nil && !found {
+		err = errors.New("listed, then not found: read again")
+	}
+	if err != nil {
+		v.unverified(key, err)
+		return mr
+	}
+	if len(body) == 0 { // an empty marker: _SUCCESS alone
+		return mr
+	}
+	window, pane := markerWindow(v.o.prefix, key)
+	paneOf := make(map[string]int64, len(byWindow[window]))
+	for _, f := range byWindow[window] {
+		paneOf[f.key] = f.pane
+	}
+	listed := map[string]bool{}
+	panes := map[int64]bool{pane: true}
+	for n, line := range bytes.Split(bytes.TrimSuffix(body, []byte{'\n'}), []byte{'\n'}) {
+		var l markerLine
+		if err := json.Unmarshal(line, &l); err != nil || l.Key == "" || l.Bytes == nil {
+			why := "no key or bytes"
+			if err != nil {
+				why = err.Error()
+			}
+			v.problem(problem{Kind: kindMarkerUnreadable, Key: key,
+				Message: fmt.Sprintf("line %d of the completion marker is not a file's result (%s): it was changed outside s3once", n+1, why)})
+			return mr
+		}
+		mr.Files++
+		listed[l.Key] = true
+		if p, ok := paneOf[l.Key]; ok {
+			panes[p] = true
+		}
+		size, ok := v.sizes[l.Key]
+		switch {
+		case l.Bucket != v.o.bucket:
+			v.problem(problem{Kind: kindMarkerMissing, Key: key,
+				Message: fmt.Sprintf("the completion marker lists s3://%s/%s, in another bucket", l.Bucket, l.Key)})
+		case !ok:
+			v.problem(problem{Kind: kindMarkerMissing, Key: key,
+				Message: fmt.Sprintf("the completion marker lists %s, which is not there (or lies outside the prefix): deleted outside s3once", l.Key)})
+		case size != *l.Bytes:
+			v.problem(problem{Kind: kindMarkerMissing, Key: key,
+				Message: fmt.Sprintf("the completion marker lists %s with %d bytes; it holds %d: overwritten outside s3once", l.Key, *l.Bytes, size)})
+		}
+	}
+	var unlisted []string
+	for _, f := range byWindow[window] {
+		if panes[f.pane] && !listed[f.key] {
+			unlisted = append(unlisted, f.key)
+		}
+	}
+	if len(unlisted) > 0 {
+		slices.Sort(unlisted)
+		v.problem(problem{Kind: kindMarkerIncomplete, Key: key,
+			Message: fmt.Sprintf("the completion marker lists %d files of window %s, and %d more of its files are in the folder (such as %s): it was written before they were committed, so a reader that waited for it may have read the window without them", mr.Files, window, len(unlisted), unlisted[0])})
+	}
+	return mr
+}
+
+// markerWindow is the window and pane a completion marker's key names
+// (ownkeys.MarkerKey's inverse, for a key IsMarker takes).
+func markerWindow(prefix, key string) (window string, pane int64) {
+	rest := strings.TrimPrefix(key[len(ownkeys.Folder(prefix)):], ownkeys.MarkerName)
+	rest = strings.TrimPrefix(rest, "-")
+	window, p, _ := strings.Cut(rest, "pane-")
+	window = strings.TrimSuffix(window, "-")
+	if window == "" {
+		window = "global"
+	}
+	pane, _ = strconv.ParseInt(p, 10, 64)
+	return window, pane
+}
+
+// ---- uploads -------------------------------------------------------------
+
+// checkUploads lists the open multipart uploads under the prefix: one of
+// s3once's keys is a problem; another tool's is reported and left alone.
+func (v *verifier) checkUploads(ctx context.Context) {
+	folder := ownkeys.Folder(v.o.prefix)
+	err := v.c.ListUploads(ctx, v.o.bucket, folder, func(page []committer.Upload) error {
+		for _, u := range page {
+			own := v.ownKey(u.Key)
+			v.rep.Uploads = append(v.rep.Uploads, leftUpload{Key: u.Key, UploadID: u.UploadID, Initiated: u.Initiated, Own: own})
+			if own {
+				age := ""
+				if !u.Initiated.IsZero() {
+					age = fmt.Sprintf(", initiated %s", u.Initiated.UTC().Format(time.RFC3339))
+				}
+				v.problem(problem{Kind: kindUploadLeft, Key: u.Key, UploadID: u.UploadID,
+					Message: fmt.Sprintf("an open multipart upload of s3once's%s: a writer still running, or one that stopped; once no pipeline writes here, 's3once sweep --bucket %s --prefix %s --older-than AGE' aborts it", age, v.o.bucket, v.o.prefix)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		v.unverified(folder, fmt.Errorf("%w (run again to check for open uploads)", err))
+	}
+}
+
+// ownKey reports whether an upload's key is one s3once writes under the
+// prefix or the staging prefix.
+func (v *verifier) ownKey(key string) bool {
+	p := v.o.prefix
+	switch {
+	case ownkeys.IsOutputProbe(p, key), ownkeys.IsOwnStaging(v.o.staging, key),
+		ownkeys.IsSettings(p, key), ownkeys.IsMarker(p, key), ownkeys.IsManifest(p, key):
+		return true
+	}
+	_, w, ok := ownkeys.ParseFileKey(p, key)
+	if !ok {
+		return false
+	}
+	_, why := v.fileName(key, 0, w)
+	return why == ""
+}
+
+// ---- the outcome ---------------------------------------------------------
+
+// finish sorts the report's lists and sets its outcome: problems found (1)
+// over anything left unverified (3), else verified (0).
+func (v *verifier) finish() *verifyReport {
+	r := v.rep
+	slices.SortFunc(r.Problems, func(a, b problem) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Kind, b.Kind), strings.Compare(a.UploadID, b.UploadID), strings.Compare(a.Message, b.Message))
+	})
+	slices.SortFunc(r.Unverified, func(a, b unverified) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(r.NamedLikeS3once, func(a, b namedLike) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(r.Uploads, func(a, b leftUpload) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.UploadID, b.UploadID))
+	})
+	byPart := make(map[partKey]*partitionReport, len(r.Partitions))
+	for _, pr := range r.Partitions {
+		byPart[partKey{pr.Destination, pr.Window}] = pr
+	}
+	for _, p := range r.Problems {
+		if pr := byPart[partKey{p.Destination, p.Window}]; pr != nil && p.Window != "" {
+			pr.Problems++
+		}
+	}
+	// Empty lists are [] in JSON, never null.
+	r.Partitions = nonNil(r.Partitions)
+	r.CompletionMarkers = nonNil(r.CompletionMarkers)
+	r.Uploads = nonNil(r.Uploads)
+	r.NamedLikeS3once = nonNil(r.NamedLikeS3once)
+	r.Problems = nonNil(r.Problems)
+	r.Unverified = nonNil(r.Unverified)
+	switch {
+	case len(r.Problems) > 0:
+		r.Outcome, r.ExitCode = outcomeProblems, exitProblems
+	case len(r.Unverified) > 0:
+		r.Outcome, r.ExitCode = outcomeIncomplete, exitUnverified
+	default:
+		r.Outcome, r.ExitCode = outcomeVerified, exitOK
+	}
+	return r
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,39 @@
+//go:build s3once_mutant
+
+package s3call_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/s3once/s3once/internal/mutant"
+	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/slowdown"
+)
+
+// TestMutantNoThrottleBackoff: without the lanes' backoff and Do's budget,
+// and with the SDK's retry quota back, the storm that
+// TestThrottleStormWithinBudget rides out fails the call with the raw
+// SlowDown within the storm's minute, long before any budget: that test's
+// check fails on it.
+func TestMutantNoThrottleBackoff(t *testing.T) {
+	defer mutant.Set(mutant.NoThrottleBackoff)()
+	tc := newThrottled(t, 10*time.Minute, slowdown.Options{})
+	tc.inj.Storm(time.Minute)
+	began := time.Now()
+	err := tc.put(context.Background(), "out/part-a", []byte("storm"))
+	took := time.Since(began)
+	tc.inj.Calm()
+	if err == nil {
+		t.Fatal("the broken variant rode out a storm of a minute")
+	}
+	if took >= time.Minute {
+		t.Errorf("the broken variant failed only after %v, when the storm was over", took)
+	}
+	if errors.Is(err, s3call.ErrThrottled) || s3call.APICode(err) != "SlowDown" {
+		t.Errorf("want the raw SlowDown, got: %v", err)
+	}
+	t.Logf("the broken variant failed after %v and %d SlowDowns: %v", took.Round(time.Millisecond), tc.inj.SlowDowns(), err)
+}

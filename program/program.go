@@ -1,0 +1,165 @@
+// Package program is what the main function of a program that writes
+// through s3once needs beside the transform: running the pipeline and
+// learning what it committed (Run), and ending the program on a failure in
+// a way a person reads (Exit).
+//
+//	func main() {
+//		flag.Parse()
+//		beam.Init()
+//		...
+//		if err := sink.Preflight(ctx, cfg); err != nil {
+//			program.Exit(err) // nothing was written
+//		}
+//		p, s := beam.NewPipelineWithRoot()
+//		sink.Write(s, records, cfg)
+//		out, err := program.Run(ctx, p)
+//		if err != nil {
+//			program.Exit(err)
+//		}
+//		fmt.Println(out) // committed 12 files (12 kept from an earlier run)
+//	}
+//
+// After beam.Init, the standard log package writes through Beam's logger:
+// log.Fatal(err) then prints a multi-line error as one INFO line with its
+// line breaks escaped. Exit writes to standard error itself.
+package program
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/s3once/s3once/sink"
+)
+
+// Outcome is what a finished run reports, as far as the runner reports
+// the pipeline's counters (the embedded runner does).
+type Outcome struct {
+	// Committed counts the files the sink's commit stage found committed
+	// with their bytes, whether this run committed them or an earlier one.
+	Committed int64
+	// Kept counts, of those, the files an earlier run had committed with
+	// the same bytes (a rerun keeps them).
+	Kept int64
+	// Counters are all the pipeline's counters, "namespace/name" ->
+	// value.
+	Counters map[string]int64
+	// Elapsed is the wall time from submission to the end.
+	Elapsed time.Duration
+}
+
+// String says what was committed: "committed 12 files", with the files
+// kept from an earlier run when there are any.
+func (o Outcome) String() string {
+	s := fmt.Sprintf("committed %d files", o.Committed)
+	if o.Kept > 0 {
+		s += fmt.Sprintf(" (%d kept from an earlier run)", o.Kept)
+	}
+	return s
+}
+
+// Run runs p on the runner Beam's --runner flag names (the embedded prism
+// runner when unset), waits for it to end, and reads the sink's counters.
+// Its error is the runner's: give it to Exit, or to Format.
+func Run(ctx context.Context, p *beam.Pipeline) (Outcome, error) {
+	began := time.Now()
+	pr, err := beamx.RunWithMetrics(ctx, p)
+	out := Outcome{Elapsed: time.Since(began), Counters: map[string]int64{}}
+	if err != nil {
+		return out, err
+	}
+	out.Counters = counters(pr)
+	out.Committed, out.Kept = out.Counters["s3once/files_committed"], out.Counters["s3once/barrier_kept"]
+	return out, nil
+}
+
+// counters reads a run's counters. A runner result without metrics (the
+// universal runner's, when the job service could not report them) panics in
+// Metrics; that is taken as "no counters".
+func counters(pr beam.PipelineResult) (m map[string]int64) {
+	m = map[string]int64{}
+	if pr == nil {
+		return m
+	}
+	defer func() {
+		if recover() != nil {
+			m = map[string]int64{}
+		}
+	}()
+	for _, c := range pr.Metrics().AllMetrics().Counters() {
+		m[c.Namespace()+"/"+c.Name()] += c.Result()
+	}
+	return m
+}
+
+// Exit prints err on standard error, as Format gives it, and ends the
+// program: with status 3 when the preflight found problems (nothing was
+// written), else 1. Exit(nil) ends it with status 0.
+func Exit(err error) {
+	if err == nil {
+		os.Exit(0)
+	}
+	os.Exit(write(os.Stderr, err))
+}
+
+// write prints err as Format gives it and returns the exit status.
+func write(w io.Writer, err error) int {
+	fmt.Fprintln(w, Format(err))
+	if errors.Is(err, sink.ErrPreflight) {
+		return 3
+	}
+	return 1
+}
+
+// The prefix of the sink's errors, as they reach the driver inside a
+// runner's report.
+const sinkPrefix = "s3once sink: "
+
+// Format lays err out for a person. A runner's error holds the failed
+// stage's plan and a chain of causes, the sink's own message somewhere
+// inside: Format gives that report first and the message to act on last,
+// on a line of its own, and only there. Other errors (the preflight's list
+// of problems, an error whose first line says what failed) are given as
+// they are.
+func Format(err error) string {
+	msg := strings.TrimSpace(err.Error())
+	if errors.Is(err, sink.ErrPreflight) || Cause(err) == firstLine(msg) {
+		return msg
+	}
+	return "the runner's report:\n  " + strings.ReplaceAll(Report(err), "\n", "\n  ") + "\n\n" + Cause(err)
+}
+
+// Report is a runner's error without the line to act on (Cause): where it
+// stood, the report says that it follows.
+func Report(err error) string {
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), Cause(err), "(the failure, given last)")
+}
+
+// Cause picks the line to act on out of a runner's error: the sink's own
+// message when it holds one, else the last cause of the chain, else the
+// first line.
+func Cause(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, sinkPrefix); i >= 0 {
+		return firstLine(msg[i:])
+	}
+	if i := strings.LastIndex(msg, "caused by:\n"); i >= 0 {
+		return firstLine(msg[i+len("caused by:\n"):])
+	}
+	return firstLine(msg)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
+}

@@ -1,0 +1,134 @@
+package program
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/sink"
+)
+
+// exitChild, when set, makes the test binary call Exit after beam.Init, as
+// a user's program does.
+const exitChild = "S3ONCE_PROGRAM_EXIT_CHILD"
+
+func TestMain(m *testing.M) {
+	if msg := os.Getenv(exitChild); msg != "" {
+		beam.Init()
+		Exit(errors.New(msg))
+	}
+	os.Exit(ptest.MainRet(m))
+}
+
+// escape is a Destination that leaves the prefix: the pipeline fails, before
+// writing, on its first record.
+func escape(s string) string { return "../x" }
+
+// folder is a good Destination.
+func folder(s string) string { return "d" + s[:1] }
+
+func init() {
+	register.Function1x1(escape)
+	register.Function1x1(folder)
+}
+
+// After beam.Init, Exit writes a multi-line error as its lines on standard
+// error, not as one log line with escaped breaks, and exits with status 1.
+func TestExitAfterBeamInit(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), exitChild+"=first line\nsecond line")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1\n%s", err, stderr.String())
+	}
+	if got := stderr.String(); got != "first line\nsecond line\n" {
+		t.Errorf("stderr %q, want the error's two lines alone", got)
+	}
+}
+
+// A data error inside the runner: the report comes first, the sink's
+// message last, alone on its line, and nowhere else.
+func TestFailureComesLastAndOnce(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Endpoint: srv.Endpoint(), PathStyle: true,
+		Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Destination: escape}
+	p, s := beam.NewPipelineWithRoot()
+	sink.Write(s, beam.Create(s, "a", "b"), cfg)
+	_, err := Run(context.Background(), p)
+	if err == nil {
+		t.Fatal("a Destination of ../x passed")
+	}
+	text := Format(err)
+	lines := strings.Split(text, "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "s3once sink: ") || !strings.Contains(last, "../x") {
+		t.Fatalf("the last line is %q, want the sink's message naming ../x:\n%s", last, text)
+	}
+	if n := strings.Count(text, last); n != 1 {
+		t.Errorf("the failure appears %d times, want once:\n%s", n, text)
+	}
+	if !strings.HasPrefix(text, "the runner's report:\n") || strings.Contains(text, `\n`) {
+		t.Errorf("want the runner's report first, with real line breaks:\n%s", text)
+	}
+	if keys := s3test.Keys(t, srv.Client(s3test.ClientOptions{}), cfg.Bucket, ""); len(keys) > 0 {
+		t.Errorf("the failed run wrote %v", keys)
+	}
+}
+
+// A good run reports its files committed; its rerun reports them kept.
+func TestOutcomeSaysKept(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Endpoint: srv.Endpoint(), PathStyle: true, Shards: 1,
+		Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Destination: folder}
+	for run, want := range []string{"committed 2 files", "committed 2 files (2 kept from an earlier run)"} {
+		p, s := beam.NewPipelineWithRoot()
+		sink.Write(s, beam.Create(s, "apple", "avocado", "banana"), cfg)
+		out, err := Run(context.Background(), p)
+		if err != nil {
+			t.Fatalf("run %d: %s", run+1, Format(err))
+		}
+		if got := out.String(); got != want {
+			t.Errorf("run %d says %q, want %q (counters %v)", run+1, got, want, out.Counters)
+		}
+	}
+}
+
+// Cause picks the sink's message out of a runner's chain, else the last
+// cause, else the first line; Format leaves a preflight's report and a
+// one-line error as they are.
+func TestCausePicksTheSinksMessage(t *testing.T) {
+	runner := errors.New("job job-001 failed:\nbundle inst032 stage-005 failed: while executing Process for Plan[stage-005]:\n" +
+		"1: DataSource[...]\n\tcaused by:\nsource failed processing data\n\tcaused by:\nDoFn[UID:4] failed:\n" +
+		"s3once sink: commit s3://b/k: another object is at the key\n")
+	if got, want := Cause(runner), "s3once sink: commit s3://b/k: another object is at the key"; got != want {
+		t.Errorf("Cause = %q, want %q", got, want)
+	}
+	other := errors.New("job failed:\nstage 3\n\tcaused by:\nrpc error: unavailable\nmore")
+	if got := Cause(other); got != "rpc error: unavailable" {
+		t.Errorf("Cause = %q", got)
+	}
+	if got := Cause(errors.New("plain")); got != "plain" {
+		t.Errorf("Cause = %q", got)
+	}
+	pf := fmt.Errorf("%w", &sink.PreflightError{Bucket: "b", Problems: []sink.PreflightProblem{{Check: "one", Err: errors.New("x")}, {Check: "two", Err: errors.New("y")}}})
+	if got := Format(pf); got != pf.Error() {
+		t.Errorf("Format of a preflight error = %q, want it unchanged", got)
+	}
+	var buf bytes.Buffer
+	if code := write(&buf, pf); code != 3 {
+		t.Errorf("a preflight error exits with %d, want 3", code)
+	}
+}

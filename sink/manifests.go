@@ -1,0 +1,263 @@
+package sink
+
+// Partition manifests (output version 2): once every file of a window is
+// committed, one object per partition (destination) lists the partition's
+// files, <Prefix>/<destination>/_s3once_manifest-<window>
+// (internal/manifest has its encoding), and then the window's completion
+// marker, if the Config asks for one, is written from the same results.
+//
+// When a window is complete:
+//
+//   - Under the run-wide barrier (bounded input), the results are all in
+//     the global window: a GroupByKey on the window's name fires once the
+//     whole run is committed.
+//   - Elsewhere (unbounded input, FinalizeCommit "always", or Beam hiding
+//     whether the input is bounded), each result is keyed by its window's
+//     name, with the time its window expires (its end plus the input's
+//     allowed lateness), and moved into the global window, where a stateful
+//     DoFn gathers a window's results and writes them when an event-time
+//     timer fires just after that time. Every pane of the window, late
+//     ones within the lateness included, has gone through the commit stage
+//     by then: the watermark of a stage never passes an element still in
+//     flight before it, and such an element's timestamp lies within its
+//     window. The timer is set 1 ms after the expiry because a runner may
+//     fire a timer once the watermark reaches it (prism does), while an
+//     element of the window's last pane, stamped with the window's last
+//     instant, may still hold the watermark there. The state lives in the
+//     global window, so no runner collects it before the timer fires. Data
+//     later than the expiry is dropped by Beam before it reaches the sink.
+//     The user's trigger plays no part: one manifest per partition and one
+//     marker per window, however many panes fired.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/manifest"
+	"github.com/s3once/s3once/internal/ownkeys"
+)
+
+func init() {
+	register.Function1x2(windowKey)
+	register.DoFn4x1[context.Context, string, func(*FileResult) bool, func(string), error](&windowDoneFn{})
+	register.DoFn2x2[beam.Window, FileResult, string, expiring](&expiryKeyFn{})
+	register.DoFn5x1[context.Context, state.Provider, timers.Provider, string, expiring, error](&windowExpiryFn{})
+	beam.RegisterType(reflect.TypeFor[expiring]())
+	register.Emitter1[string]()
+}
+
+// metricManifests counts the partition manifests written (or found in
+// place with the same bytes).
+var metricManifests = beam.NewCounter("s3once", "manifests_written")
+
+// windowKey keys a file's result by its window's name.
+func windowKey(r FileResult) (string, FileResult) { return r.Window, r }
+
+// withManifests adds the manifest stage after the commit stage. barrier
+// says whether the results come from the run-wide barrier (all in the
+// global window); lateness is the input's allowed lateness.
+func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bool, lateness time.Duration) error {
+	s = s.Scope("Manifests")
+	w := windowWriter{S: st.forCommit(), Mode: st.Requests.CompletionMarker}
+	if barrier {
+		keyed, err := single(beam.TryParDo(s, windowKey, files))
+		if err != nil {
+			return err
+		}
+		grouped, err := beam.TryGroupByKey(s, keyed)
+		if err != nil {
+			return fmt.Errorf("s3once sink: %w", err)
+		}
+		_, err = beam.TryParDo(s, &windowDoneFn{windowWriter: w}, grouped)
+		if err != nil {
+			return fmt.Errorf("s3once sink: %w", err)
+		}
+		return nil
+	}
+	expiringKeyed, err := single(beam.TryParDo(s, &expiryKeyFn{LatenessMillis: lateness.Milliseconds()}, files))
+	if err != nil {
+		return err
+	}
+	global, err := beam.TryWindowInto(s, window.NewGlobalWindows(), expiringKeyed)
+	if err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	_, err = beam.TryParDo(s, &windowExpiryFn{
+		windowWriter: w,
+		Results:      state.MakeBagState[expiring]("results"),
+		Expiry:       timers.InEventTime("expiry"),
+	}, global)
+	if err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	return nil
+}
+
+// windowWriter writes a complete window's manifests and marker.
+type windowWriter struct {
+	S    settings `json:"s"`
+	Mode string   `json:"mode,omitempty"`
+
+	c *committer.Committer
+}
+
+func (w *windowWriter) Setup(ctx context.Context) error {
+	wk, err := w.S.worker(ctx)
+	if err != nil {
+		return err
+	}
+	w.c = wk.committer
+	return nil
+}
+
+// windowDoneFn writes a window's manifests under the run-wide barrier. It
+// emits the window's name once done (nothing reads it: a DoFn needs an
+// output to stay in the graph on every runner).
+type windowDoneFn struct {
+	windowWriter
+}
+
+func (f *windowDoneFn) ProcessElement(ctx context.Context, window string, results func(*FileResult) bool, emit func(string)) error {
+	var all []FileResult
+	var r FileResult
+	for results(&r) {
+		all = append(all, r)
+	}
+	if err := f.finish(ctx, window, all); err != nil {
+		return err
+	}
+	emit(window)
+	return nil
+}
+
+// expiring is a file's result on its way to the manifests' stage in the
+// global window, with the time (in milliseconds) after which its window
+// can receive no more files.
+type expiring struct {
+	Result FileResult
+	Expiry int64
+}
+
+// expiryKeyFn keys each result by its window's name and stamps it with the
+// window's expiry: its last instant plus the allowed lateness.
+type expiryKeyFn struct {
+	LatenessMillis int64 `json:"latenessMillis,omitempty"`
+}
+
+func (f *expiryKeyFn) ProcessElement(w beam.Window, r FileResult) (string, expiring) {
+	at := w.MaxTimestamp()
+	if at < mtime.EndOfGlobalWindowTime {
+		at = min(at+mtime.Time(f.LatenessMillis), mtime.EndOfGlobalWindowTime)
+	}
+	return r.Window, expiring{Result: r, Expiry: int64(at)}
+}
+
+// windowExpiryFn gathers a window's results, in the global window, and
+// writes its manifests 1 ms after the window expires (see the file's
+// comment).
+type windowExpiryFn struct {
+	windowWriter
+
+	Results state.Bag[expiring]
+	Expiry  timers.EventTime
+}
+
+func (f *windowExpiryFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, window string, e expiring) error {
+	if err := f.Results.Add(sp, e); err != nil {
+		return fmt.Errorf("s3once sink: manifests: keep the result of s3://%s/%s: %w", e.Result.Bucket, e.Result.Key, err)
+	}
+	f.Expiry.Set(tp, mtime.Time(e.Expiry+1).ToTime(), timers.WithNoOutputTimestamp())
+	return nil
+}
+
+func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, window string, timer timers.Context) error {
+	if timer.Family != f.Expiry.Family {
+		return nil
+	}
+	kept, _, err := f.Results.Read(sp)
+	if err != nil {
+		return fmt.Errorf("s3once sink: manifests: read the results of window %s: %w", window, err)
+	}
+	all := make([]FileResult, len(kept))
+	for i, e := range kept {
+		all[i] = e.Result
+	}
+	if err := f.finish(ctx, window, all); err != nil {
+		return err
+	}
+	return f.Results.Clear(sp)
+}
+
+// finish writes the manifest of each partition of the window, then its
+// completion marker. Each is written once (If-None-Match); an object in
+// place with the same bytes (a retry, a rerun) is a success, one with
+// other bytes fails the run: the partition is another run's.
+func (w *windowWriter) finish(ctx context.Context, window string, results []FileResult) error {
+	byKey := map[string]FileResult{}
+	for _, r := range results {
+		byKey[r.Key] = r // a result may come twice; both are equal
+	}
+	byDest := map[string][]manifest.Entry{}
+	for _, r := range byKey {
+		byDest[r.Destination] = append(byDest[r.Destination], manifest.Entry{Key: r.Key, Size: r.Bytes, CRC64NVME: r.CRC64NVME, Records: r.Records})
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(barrierLooks)
+	for dest, entries := range byDest {
+		g.Go(func() error { return w.writeManifest(gctx, dest, window, entries) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	metricManifests.Inc(ctx, int64(len(byDest)))
+	if w.Mode == "" || len(byKey) == 0 {
+		return nil
+	}
+	sorted := make([]FileResult, 0, len(byKey))
+	for _, r := range byKey {
+		sorted = append(sorted, r)
+	}
+	slices.SortFunc(sorted, func(a, b FileResult) int { return strings.Compare(a.Key, b.Key) })
+	var body []byte
+	if w.Mode == MarkerManifest {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		for _, r := range sorted {
+			_ = enc.Encode(r) // a FileResult always encodes
+		}
+		body = b.Bytes()
+	}
+	return writeMarker(ctx, w.c, w.S.Bucket, ownkeys.MarkerKey(w.S.Prefix, window, 0), body)
+}
+
+func (w *windowWriter) writeManifest(ctx context.Context, dest, window string, entries []manifest.Entry) error {
+	body, err := manifest.Encode(entries)
+	if err != nil {
+		return fmt.Errorf("s3once sink: the manifest of partition %s: %w", ownkeys.PartitionFilePrefix(w.S.Prefix, dest, window), err)
+	}
+	key := ownkeys.ManifestKey(w.S.Prefix, dest, window)
+	have, written, err := w.c.PutOnce(ctx, w.S.Bucket, key, body, "application/x-ndjson", manifest.MaxBytes)
+	if err != nil {
+		return fmt.Errorf("s3once sink: write the partition manifest: %w", err)
+	}
+	if written || bytes.Equal(have, body) {
+		return nil
+	}
+	return fmt.Errorf("s3once sink: the partition manifest s3://%s/%s lists other files (%d bytes, this run's would be %d): the partition is complete and was written by a run of another input or settings; this run added nothing to it. Delete the partition's files and its manifest to replace them, or write to a fresh Prefix: %w",
+		w.S.Bucket, key, len(have), len(body), ErrPartitionChanged)
+}
