@@ -60,7 +60,7 @@ test: tools vet
 # `make test` already runs their seed corpora as ordinary tests.
 FUZZTIME ?= 30s
 CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
-SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch FuzzDecodeSettings FuzzUnpack
+SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch FuzzDecodeSettings FuzzUnpack FuzzBoundFooterStats
 OWNKEYS_FUZZ := FuzzKeys FuzzPartitionKeys
 MANIFEST_FUZZ := FuzzDecodeManifest FuzzEncodeManifest
 SETTINGSMARKER_FUZZ := FuzzDecodeSettingsMarker

@@ -181,9 +181,10 @@ func subBatchCount(total, limit int64) int {
 	return n
 }
 
-// subBatchSalt sets subBatchHash apart from the shard hash (a plain FNV-64a of
-// the record): records of one shard share that hash modulo Shards, not this
-// one.
+// subBatchSalt sets subBatchHash apart from output version 1's shard hash (a
+// plain FNV-64a of the record): records of one shard share that hash modulo
+// Shards, not this one. Version 2's shard hash is another function
+// (sharder).
 var subBatchSalt = [8]byte{'s', '3', 'o', 'n', 'c', 'e', 's', 'b'}
 
 // subBatchHash picks a record's spill bucket, 0 to maxSubBatches-1: the top

@@ -150,7 +150,7 @@ func runParquetCanary(compression string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown Parquet compression %q", compression)
 	}
-	p := &parquetWriters{s: parquetSettings{Compression: compression, RowGroupBytes: 8 << 10}, codec: codec, schema: schema}
+	p := &parquetWriters{s: parquetSettings{Compression: compression, RowGroupBytes: 8 << 10}, codec: codec, schema: schema, version: 1}
 	p.pages = parquet.Compression(pages)
 	var out sinkBuffer
 	f := p.start(&out)

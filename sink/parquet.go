@@ -24,11 +24,15 @@ const (
 	MaxRowGroupBytes = MaxMaxBatchBytes
 )
 
-// parquetCreatedBy is the created_by string of every file's footer. It is
-// fixed here, not taken from the library's build information, so that a
-// file's bytes do not depend on how the program was built. Change it with
-// the library's version: a new version may encode other bytes anyway.
-const parquetCreatedBy = "s3once version 1 (build parquet-go v0.32.0)"
+// parquetCreatedBy is the created_by string of every file's footer, by
+// output version. It is fixed here, not taken from the library's build
+// information, so that a file's bytes do not depend on how the program was
+// built. Change it with the library's version: a new version may encode
+// other bytes anyway.
+var parquetCreatedBy = map[int]string{
+	1: "s3once version 1 (build parquet-go v0.32.0)",
+	2: "s3once version 2 (build parquet-go v0.32.0)",
+}
 
 // ParquetOptions are the settings of Format "parquet" (Config.Parquet). Zero
 // values mean the defaults. Every one of them changes a file's bytes.
@@ -112,6 +116,27 @@ func (s *settings) bindParquetRow(t reflect.Type) {
 		p.Row = &beam.EncodedType{T: t}
 		s.Parquet = &p
 	}
+}
+
+// parquetRowType is the type the writer decodes records into and derives
+// the file's schema from: the element type in output version 1, its list
+// type (listType) from version 2 on. It checks that type's schema.
+func (s settings) parquetRowType() (reflect.Type, error) {
+	if s.Parquet == nil || s.Parquet.Row == nil || s.Parquet.Row.T == nil {
+		return nil, errors.New("the pipeline was built without the Parquet element type")
+	}
+	t := s.Parquet.Row.T
+	if s.OutputVersion >= 2 {
+		lt, err := listType(t)
+		if err != nil {
+			return nil, err
+		}
+		t = lt
+	}
+	if _, err := parquetSchema(t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Parquet writes Go structs as Apache Parquet files, with

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,10 @@ type parquetWriters struct {
 	codec  *rowCodec
 	schema *parquet.Schema
 	pages  parquet.WriterOption
+	// version is the output version; version 2 bounds the statistics of
+	// byte-array columns (parquet_stats.go), with these options.
+	version int
+	stats   []parquet.WriterOption
 
 	mu        sync.Mutex
 	suspended []*parquetFile // oldest first
@@ -45,11 +50,15 @@ func newParquetWriters(s settings) (*parquetWriters, error) {
 	if s.Parquet.Row == nil || s.Parquet.Row.T == nil {
 		return nil, errors.New("the pipeline was built without the Parquet element type")
 	}
-	codec, err := parquetRowCodec(s.Parquet.Row.T)
+	row, err := s.parquetRowType()
 	if err != nil {
 		return nil, err
 	}
-	schema, err := parquetSchema(s.Parquet.Row.T)
+	codec, err := parquetRowCodec(row)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := parquetSchema(row)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +66,16 @@ func newParquetWriters(s settings) (*parquetWriters, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown Parquet compression %q", s.Parquet.Compression)
 	}
-	return &parquetWriters{s: *s.Parquet, codec: codec, schema: schema, pages: parquet.Compression(pages)}, nil
+	if _, ok := parquetCreatedBy[s.OutputVersion]; !ok {
+		return nil, fmt.Errorf("output version %d is not 1 or %d", s.OutputVersion, LatestOutputVersion)
+	}
+	p := &parquetWriters{s: *s.Parquet, codec: codec, schema: schema, pages: parquet.Compression(pages), version: s.OutputVersion}
+	if p.version >= 2 {
+		for _, path := range byteArrayColumns(schema) {
+			p.stats = append(p.stats, parquet.SkipPageStatistics(path...))
+		}
+	}
+	return p, nil
 }
 
 // parquetFile encodes one file's records as Parquet. Row groups end by the
@@ -74,7 +92,8 @@ type parquetFile struct {
 	rgBytes  int64 // record bytes in the open row group
 	rgRows   int64 // records in the open row group
 
-	upload string // the upload, while suspended
+	upload  string // the upload, while suspended
+	version int    // the output version
 }
 
 // parquetOutput counts and checksums what the encoder writes, and passes it
@@ -83,9 +102,16 @@ type parquetOutput struct {
 	w   io.Writer
 	n   int64
 	crc uint64
+	// hold, when not nil, takes what is written instead (the end of a
+	// file of output version 2, whose footer is rewritten before it goes
+	// on).
+	hold *bytes.Buffer
 }
 
 func (o *parquetOutput) Write(p []byte) (int, error) {
+	if o.hold != nil {
+		return o.hold.Write(p)
+	}
 	o.n += int64(len(p))
 	o.crc = crc64nvme.Update(o.crc, p)
 	if o.w == nil {
@@ -100,17 +126,19 @@ func (p *parquetWriters) start(w io.Writer) *parquetFile {
 	opts := []parquet.WriterOption{
 		p.schema,
 		p.pages,
-		&parquet.WriterConfig{CreatedBy: parquetCreatedBy},
+		&parquet.WriterConfig{CreatedBy: parquetCreatedBy[p.version]},
 		// Unbuffered: a row group is in the output as soon as it ends, so a
 		// checkpoint persists exactly the row groups ended so far.
 		parquet.WriteBufferSize(0),
 	}
+	opts = append(opts, p.stats...)
 	return &parquetFile{
 		pw:       parquet.NewWriter(out, opts...),
 		out:      out,
 		codec:    p.codec,
 		val:      reflect.New(p.codec.t).Elem(),
 		settings: p.s,
+		version:  p.version,
 	}
 }
 
@@ -134,9 +162,26 @@ func (f *parquetFile) write(rec []byte) error {
 	return nil
 }
 
-// finish ends the open row group and writes the footer.
+// finish ends the open row group and writes the footer. In output version
+// 2 the footer's byte-array statistics are bounded first (boundFooterStats).
 func (f *parquetFile) finish() error {
-	if err := f.pw.Close(); err != nil {
+	if f.version < 2 {
+		if err := f.pw.Close(); err != nil {
+			return fmt.Errorf("parquet: write footer: %w", err)
+		}
+		return nil
+	}
+	f.out.hold = &bytes.Buffer{}
+	err := f.pw.Close()
+	tail := f.out.hold.Bytes()
+	f.out.hold = nil
+	if err != nil {
+		return fmt.Errorf("parquet: write footer: %w", err)
+	}
+	if tail, err = boundFooterStats(tail, parquetStatBytes); err != nil {
+		return fmt.Errorf("parquet: bound the footer's statistics: %w", err)
+	}
+	if _, err := f.out.Write(tail); err != nil {
 		return fmt.Errorf("parquet: write footer: %w", err)
 	}
 	return nil

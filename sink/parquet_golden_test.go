@@ -115,7 +115,7 @@ func TestParquetGolden(t *testing.T) {
 				}
 				for k := range got {
 					file := readGoldenFile(t, dir, k)
-					checkParquetFile(t, file, want, tc.rowGroups)
+					checkParquetFile(t, file, want, tc.rowGroups, version)
 				}
 			})
 		}

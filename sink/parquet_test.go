@@ -443,30 +443,90 @@ type pqEventX struct {
 		Country string `parquet:"name=Country, type=BYTE_ARRAY, convertedtype=UTF8"`
 		Zip     int32  `parquet:"name=Zip, type=INT32"`
 	} `parquet:"name=Nested"`
-	Opt   *int32 `parquet:"name=Opt, type=INT32, repetitiontype=OPTIONAL"`
-	Items []struct {
-		SKU string `parquet:"name=SKU, type=BYTE_ARRAY, convertedtype=UTF8"`
-		Qty int32  `parquet:"name=Qty, type=INT32, convertedtype=UINT_32"`
-	} `parquet:"name=Items, repetitiontype=REPEATED"`
-	Flag  bool  `parquet:"name=Flag, type=BOOLEAN"`
-	Small int32 `parquet:"name=Small, type=INT32, convertedtype=INT_8"`
-	U     int32 `parquet:"name=U, type=INT32, convertedtype=UINT_16"`
+	Opt   *int32    `parquet:"name=Opt, type=INT32, repetitiontype=OPTIONAL"`
+	Items []pqItemX `parquet:"name=Items, repetitiontype=REPEATED"`
+	Flag  bool      `parquet:"name=Flag, type=BOOLEAN"`
+	Small int32     `parquet:"name=Small, type=INT32, convertedtype=INT_8"`
+	U     int32     `parquet:"name=U, type=INT32, convertedtype=UINT_16"`
+}
+
+type pqItemX struct {
+	SKU string `parquet:"name=SKU, type=BYTE_ARRAY, convertedtype=UTF8"`
+	Qty int32  `parquet:"name=Qty, type=INT32, convertedtype=UINT_32"`
+}
+
+// pqEventListX is pqEventX as output version 2 writes it: the slices as
+// three-level LISTs.
+type pqEventListX struct {
+	ID     int64    `parquet:"name=ID, type=INT64"`
+	Name   string   `parquet:"name=Name, type=BYTE_ARRAY, convertedtype=UTF8"`
+	Score  float64  `parquet:"name=Score, type=DOUBLE"`
+	Ratio  float32  `parquet:"name=Ratio, type=FLOAT"`
+	At     int64    `parquet:"name=At, type=INT64"`
+	Seen   *int64   `parquet:"name=Seen, type=INT64, repetitiontype=OPTIONAL"`
+	Tags   []string `parquet:"name=Tags, type=MAP, convertedtype=LIST, valuetype=BYTE_ARRAY, valueconvertedtype=UTF8"`
+	Blob   string   `parquet:"name=Blob, type=BYTE_ARRAY"`
+	Nested struct {
+		Country string `parquet:"name=Country, type=BYTE_ARRAY, convertedtype=UTF8"`
+		Zip     int32  `parquet:"name=Zip, type=INT32"`
+	} `parquet:"name=Nested"`
+	Opt   *int32    `parquet:"name=Opt, type=INT32, repetitiontype=OPTIONAL"`
+	Items []pqItemX `parquet:"name=Items, type=MAP, convertedtype=LIST"`
+	Flag  bool      `parquet:"name=Flag, type=BOOLEAN"`
+	Small int32     `parquet:"name=Small, type=INT32, convertedtype=INT_8"`
+	U     int32     `parquet:"name=U, type=INT32, convertedtype=UINT_16"`
+}
+
+// pqSchemaX is the independent reader's schema of an output version's files.
+func pqSchemaX(version int) any {
+	if version >= 2 {
+		return new(pqEventListX)
+	}
+	return new(pqEventX)
+}
+
+// readParquetX reads every record of file with the independent reader, in
+// the dialect of the output version.
+func readParquetX(t testing.TB, file []byte, n, version int) []pqEventX {
+	t.Helper()
+	pr, err := xreader.NewParquetReader(newBytesFile(file), pqSchemaX(version), 1)
+	if err != nil {
+		t.Fatalf("independent reader: %v", err)
+	}
+	defer pr.ReadStop()
+	if version < 2 {
+		got := make([]pqEventX, n)
+		if err := pr.Read(&got); err != nil {
+			t.Fatalf("independent reader: %v", err)
+		}
+		return got
+	}
+	lists := make([]pqEventListX, n)
+	if err := pr.Read(&lists); err != nil {
+		t.Fatalf("independent reader: %v", err)
+	}
+	got := make([]pqEventX, n)
+	for i, l := range lists {
+		got[i] = pqEventX(l)
+	}
+	return got
 }
 
 // checkParquetFile reads file with xitongsys/parquet-go, a Parquet
 // implementation other than the writer's, and checks every record field by
 // field against want (in the file's order), the footer's row groups and
-// their row counts, and the statistics of the ID and Score columns.
-func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups int) {
+// their row counts, the statistics of the ID and Score columns, and the
+// created_by of the output version.
+func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups, version int) {
 	t.Helper()
-	pr, err := xreader.NewParquetReader(newBytesFile(file), new(pqEventX), 1)
+	pr, err := xreader.NewParquetReader(newBytesFile(file), pqSchemaX(version), 1)
 	if err != nil {
 		t.Fatalf("independent reader: %v", err)
 	}
 	defer pr.ReadStop()
 	ft := pr.Footer
-	if ft.GetCreatedBy() != parquetCreatedBy {
-		t.Errorf("created_by %q, want %q", ft.GetCreatedBy(), parquetCreatedBy)
+	if ft.GetCreatedBy() != parquetCreatedBy[version] {
+		t.Errorf("created_by %q, want %q", ft.GetCreatedBy(), parquetCreatedBy[version])
 	}
 	if ft.NumRows != int64(len(want)) || pr.GetNumRows() != int64(len(want)) {
 		t.Fatalf("footer says %d rows, want %d", ft.NumRows, len(want))
@@ -515,7 +575,7 @@ func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups int) 
 					t.Errorf("row group %d: Seen null count %v, want %d", g, st, nulls)
 				}
 			}
-			if md.NumValues < int64(n) && path != "Tags" && path != "Items.SKU" && path != "Items.Qty" {
+			if md.NumValues < int64(n) && !strings.HasPrefix(path, "Tags.") && path != "Tags" && !strings.HasPrefix(path, "Items.") {
 				t.Errorf("row group %d: column %s has %d values for %d rows", g, path, md.NumValues, n)
 			}
 		}
@@ -524,10 +584,7 @@ func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups int) 
 	if first != len(want) {
 		t.Fatalf("row groups hold %d rows, want %d", first, len(want))
 	}
-	got := make([]pqEventX, len(want))
-	if err := pr.Read(&got); err != nil {
-		t.Fatalf("independent reader: %v", err)
-	}
+	got := readParquetX(t, file, len(want), version)
 	for i, w := range want {
 		g := got[i]
 		eq := g.ID == w.ID && g.Name == w.Name && math.Float64bits(g.Score) == math.Float64bits(w.Score) &&
@@ -594,7 +651,7 @@ func TestParquetIndependentReader(t *testing.T) {
 				if tc.opts.RowGroupBytes > 0 {
 					groups = pqGroupsByBytes(b.Lines, tc.opts.RowGroupBytes)
 				}
-				checkParquetFile(t, v, want, groups)
+				checkParquetFile(t, v, want, groups, LatestOutputVersion)
 			}
 		})
 	}
@@ -643,7 +700,7 @@ func TestParquetAcrossCheckpoints(t *testing.T) {
 	var refKey string
 	for k, v := range refObjs {
 		refKey = k
-		checkParquetFile(t, v, want, pqGroupsByBytes(b.Lines, 8<<10))
+		checkParquetFile(t, v, want, pqGroupsByBytes(b.Lines, 8<<10), LatestOutputVersion)
 	}
 
 	for _, tc := range []struct {
@@ -715,6 +772,6 @@ func TestParquetPipeline(t *testing.T) {
 		t.Fatalf("%d files, want 1", len(objs))
 	}
 	for _, v := range objs {
-		checkParquetFile(t, v, sortedEvents(t, events), 3)
+		checkParquetFile(t, v, sortedEvents(t, events), 3, LatestOutputVersion)
 	}
 }

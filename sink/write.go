@@ -76,6 +76,9 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		}
 	}
 	st.bindParquetRow(elemT)
+	if _, err := st.parquetRowType(); st.Parquet != nil && err != nil {
+		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	kind, err := destinationKind(cfg.Destination, elemT)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
