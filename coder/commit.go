@@ -1,6 +1,7 @@
 package coder
 
 import (
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -11,7 +12,10 @@ const (
 	commitVersion byte = 1
 )
 
-var commitMagic = [4]byte{'S', '3', 'O', 'C'}
+var (
+	commitMagic   = [4]byte{'S', '3', 'O', 'C'}
+	commitFraming = frame.Framing{Magic: commitMagic, Kind: commitKind}
+)
 
 // EncodeCommit returns the encoding of c in the newest version. Equal tokens
 // give equal bytes, and every field round-trips exactly through DecodeCommit.
@@ -26,7 +30,7 @@ func EncodeCommit(c recoverable.CommitRecoverable) ([]byte, error) {
 		return nil, err
 	}
 	hint := 64 + len(c.Bucket) + len(c.Key) + len(c.UploadID) + len(c.StagingPrefix)
-	b, err := beginFrame(commitMagic, commitVersion, hint)
+	b, err := commitFraming.Begin(commitVersion, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +39,7 @@ func EncodeCommit(c recoverable.CommitRecoverable) ([]byte, error) {
 	b = appendString(b, c.UploadID)
 	b = appendString(b, c.StagingPrefix)
 	b = appendPartList(b, c.Parts)
-	return endFrame(b)
+	return commitFraming.End(b)
 }
 
 // DecodeCommit decodes a commit token written by EncodeCommit of this or any
@@ -46,7 +50,7 @@ func EncodeCommit(c recoverable.CommitRecoverable) ([]byte, error) {
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
 // EncodeCommit makes.
 func DecodeCommit(b []byte) (recoverable.CommitRecoverable, error) {
-	version, payload, err := unframe(commitKind, commitMagic, commitVersion, b)
+	version, payload, err := commitFraming.Unframe(commitVersion, b)
 	if err != nil {
 		return recoverable.CommitRecoverable{}, err
 	}
@@ -67,14 +71,14 @@ func DecodeCommit(b []byte) (recoverable.CommitRecoverable, error) {
 }
 
 func decodeCommitV1(payload []byte) (recoverable.CommitRecoverable, error) {
-	d := reader{kind: commitKind, b: payload}
+	d := frame.NewReader(commitKind, payload)
 	var c recoverable.CommitRecoverable
-	c.Bucket = d.str("Bucket", 1, MaxBucketLen)
-	c.Key = d.str("Key", 1, MaxKeyLen)
-	c.UploadID = d.str("UploadID", 1, MaxUploadIDLen)
-	c.StagingPrefix = d.str("StagingPrefix", 0, MaxKeyLen)
-	c.Parts = d.partList("Parts")
-	return c, d.finish()
+	c.Bucket = d.String("Bucket", 1, MaxBucketLen)
+	c.Key = d.String("Key", 1, MaxKeyLen)
+	c.UploadID = d.String("UploadID", 1, MaxUploadIDLen)
+	c.StagingPrefix = d.String("StagingPrefix", 0, MaxKeyLen)
+	c.Parts = readPartList(d, "Parts")
+	return c, d.Finish()
 }
 
 // checkCommit checks the bounds of the format and the invariants every commit

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -96,7 +97,7 @@ func TestFrameErrors(t *testing.T) {
 		binary.BigEndian.PutUint32(b[5:9], n)
 		return b
 	}
-	_, err := DecodeCommit(setLen(MaxPayload + 1))
+	_, err := DecodeCommit(setLen(frame.MaxPayload + 1))
 	wantRefusal(t, err, ErrTooLarge)
 	_, err = DecodeCommit(setLen(^uint32(0)))
 	wantRefusal(t, err, ErrTooLarge)
@@ -159,7 +160,7 @@ func TestPayloadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := Frame(resumeMagic, 1, tt.payload)
+			b, err := frameOf(resumeFraming, 1, tt.payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +190,7 @@ func TestCommitPayloadErrors(t *testing.T) {
 		{"too many bytes", head().parts(1, recoverable.MaxPartSize+1), ErrMalformed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := Frame(commitMagic, 1, tt.payload)
+			b, err := frameOf(commitFraming, 1, tt.payload)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@
 // byte layout; testdata/ holds golden bytes of every version, which the tests
 // decode and re-encode, so any change to the encoding fails loudly.
 //
-// Every encoding is framed the same way (see Frame): a four-byte magic that
+// Every encoding is framed the same way (FORMAT.md): a four-byte magic that
 // names the kind of value, a version byte, the payload's length, the payload, and
 // a CRC-32C over all of it. A damaged or cut-off checkpoint therefore gives an
 // error instead of a token that resumes at the wrong offset.

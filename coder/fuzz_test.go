@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/s3once/s3once/internal/frame"
 )
 
 // addGoldenSeeds adds every golden file of a kind to the corpus, whole and as a
@@ -18,7 +20,7 @@ func addGoldenSeeds(f *testing.F, kind string) {
 	for _, p := range paths {
 		b := loadGolden(f, p)
 		f.Add(b)
-		f.Add(b[headerLen : len(b)-trailerLen])
+		f.Add(b[frame.HeaderLen : len(b)-frame.TrailerLen])
 	}
 	f.Add([]byte{})
 }
@@ -30,7 +32,7 @@ func FuzzDecodeResume(f *testing.F) {
 	addGoldenSeeds(f, "resume")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkResumeBytes(t, b)
-		if framed, err := Frame(resumeMagic, resumeVersion, b); err == nil {
+		if framed, err := frameOf(resumeFraming, resumeVersion, b); err == nil {
 			checkResumeBytes(t, framed)
 		}
 	})
@@ -60,7 +62,7 @@ func FuzzDecodeCommit(f *testing.F) {
 	addGoldenSeeds(f, "commit")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkCommitBytes(t, b)
-		if framed, err := Frame(commitMagic, commitVersion, b); err == nil {
+		if framed, err := frameOf(commitFraming, commitVersion, b); err == nil {
 			checkCommitBytes(t, framed)
 		}
 	})
@@ -85,8 +87,8 @@ func checkCommitBytes(t *testing.T, b []byte) {
 	}
 }
 
-// FuzzUnframe: a frame Unframe accepts is rebuilt byte for byte by Frame from
-// what Unframe returned, and any payload framed by Frame comes back unchanged.
+// FuzzUnframe: a frame Unframe accepts is rebuilt byte for byte from what
+// Unframe returned, and any payload framed comes back unchanged.
 func FuzzUnframe(f *testing.F) {
 	for _, kind := range []string{"resume", "commit"} {
 		paths, _ := filepath.Glob(filepath.Join("testdata", kind+"_v*.bin"))
@@ -96,14 +98,14 @@ func FuzzUnframe(f *testing.F) {
 	}
 	f.Add([]byte{}, byte(0))
 	f.Fuzz(func(t *testing.T, b []byte, maxVersion byte) {
-		v, p, err := Unframe(resumeMagic, maxVersion, b)
+		v, p, err := resumeFraming.Unframe(maxVersion, b)
 		if err != nil {
 			refusalKind(t, err)
 		} else {
 			if v < 1 || v > maxVersion {
 				t.Fatalf("accepted version %d, outside 1..%d", v, maxVersion)
 			}
-			again, err := Frame(resumeMagic, v, p)
+			again, err := frameOf(resumeFraming, v, p)
 			if err != nil || !bytes.Equal(again, b) {
 				t.Fatalf("Frame(Unframe(b)) = %x, %v; want %x", again, err, b)
 			}
@@ -111,11 +113,11 @@ func FuzzUnframe(f *testing.F) {
 		if maxVersion == 0 {
 			return
 		}
-		framed, err := Frame(resumeMagic, maxVersion, b)
+		framed, err := frameOf(resumeFraming, maxVersion, b)
 		if err != nil {
 			t.Fatalf("Frame: %v", err)
 		}
-		v, p, err = Unframe(resumeMagic, maxVersion, framed)
+		v, p, err = resumeFraming.Unframe(maxVersion, framed)
 		if err != nil || v != maxVersion || !bytes.Equal(p, b) {
 			t.Fatalf("Unframe(Frame(b)) = %d, %x, %v; want %d, %x", v, p, err, maxVersion, b)
 		}

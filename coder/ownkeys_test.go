@@ -11,7 +11,7 @@ import (
 // any of the encoder's checks: what a damaged or tampered checkpoint may hold.
 func rawResume(t *testing.T, r recoverable.ResumeRecoverable) []byte {
 	t.Helper()
-	b, err := beginFrame(resumeMagic, 1, 256)
+	b, err := resumeFraming.Begin(1, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func rawResume(t *testing.T, r recoverable.ResumeRecoverable) []byte {
 	b = appendU64(b, uint64(r.Tail.Len))
 	b = appendU64(b, r.Tail.CRC)
 	b = appendString(b, r.Tail.Object)
-	out, err := endFrame(b)
+	out, err := resumeFraming.End(b)
 	if err != nil {
 		t.Fatal(err)
 	}

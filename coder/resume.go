@@ -1,6 +1,9 @@
 package coder
 
 import (
+	"bytes"
+
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -12,7 +15,10 @@ const (
 	resumeVersion byte = 1
 )
 
-var resumeMagic = [4]byte{'S', '3', 'O', 'R'}
+var (
+	resumeMagic   = [4]byte{'S', '3', 'O', 'R'}
+	resumeFraming = frame.Framing{Magic: resumeMagic, Kind: resumeKind}
+)
 
 // How a resume token's tail is stored: the tag that precedes its fields.
 const (
@@ -34,7 +40,7 @@ func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
 		return nil, err
 	}
 	hint := 128 + len(r.Bucket) + len(r.Key) + len(r.UploadID) + len(r.StagingPrefix) + len(r.Tail.Object) + len(r.Tail.Inline)
-	b, err := beginFrame(resumeMagic, resumeVersion, hint)
+	b, err := resumeFraming.Begin(resumeVersion, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +64,7 @@ func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
 	default:
 		b = append(b, tailEmpty)
 	}
-	return endFrame(b)
+	return resumeFraming.End(b)
 }
 
 // DecodeResume decodes a resume token written by EncodeResume of this or any
@@ -70,7 +76,7 @@ func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
 // EncodeResume makes.
 func DecodeResume(b []byte) (recoverable.ResumeRecoverable, error) {
-	version, payload, err := unframe(resumeKind, resumeMagic, resumeVersion, b)
+	version, payload, err := resumeFraming.Unframe(resumeVersion, b)
 	if err != nil {
 		return recoverable.ResumeRecoverable{}, err
 	}
@@ -91,29 +97,29 @@ func DecodeResume(b []byte) (recoverable.ResumeRecoverable, error) {
 }
 
 func decodeResumeV1(payload []byte) (recoverable.ResumeRecoverable, error) {
-	d := reader{kind: resumeKind, b: payload}
+	d := frame.NewReader(resumeKind, payload)
 	var r recoverable.ResumeRecoverable
-	r.Bucket = d.str("Bucket", 1, MaxBucketLen)
-	r.Key = d.str("Key", 1, MaxKeyLen)
-	r.UploadID = d.str("UploadID", 1, MaxUploadIDLen)
-	r.StagingPrefix = d.str("StagingPrefix", 0, MaxKeyLen)
-	r.PartSize = d.i64("PartSize")
-	r.Seq = d.u64("Seq")
-	r.Parts = d.partList("Parts")
-	switch tag := d.u8("tail tag"); tag {
+	r.Bucket = d.String("Bucket", 1, MaxBucketLen)
+	r.Key = d.String("Key", 1, MaxKeyLen)
+	r.UploadID = d.String("UploadID", 1, MaxUploadIDLen)
+	r.StagingPrefix = d.String("StagingPrefix", 0, MaxKeyLen)
+	r.PartSize = d.I64("PartSize")
+	r.Seq = d.U64("Seq")
+	r.Parts = readPartList(d, "Parts")
+	switch tag := d.U8("tail tag"); tag {
 	case tailEmpty:
 	case tailInline:
-		r.Tail.Inline = d.bytes("Tail.Inline", 1, MaxInlineTail)
+		r.Tail.Inline = bytes.Clone(d.Bytes("Tail.Inline", 1, MaxInlineTail))
 		r.Tail.Len = int64(len(r.Tail.Inline))
-		r.Tail.CRC = d.u64("Tail.CRC")
+		r.Tail.CRC = d.U64("Tail.CRC")
 	case tailObject:
-		r.Tail.Len = d.i64("Tail.Len")
-		r.Tail.CRC = d.u64("Tail.CRC")
-		r.Tail.Object = d.str("Tail.Object", 1, MaxKeyLen)
+		r.Tail.Len = d.I64("Tail.Len")
+		r.Tail.CRC = d.U64("Tail.CRC")
+		r.Tail.Object = d.String("Tail.Object", 1, MaxKeyLen)
 	default:
-		d.fail(invalid(ErrMalformed, "%s tail tag %d is unknown", resumeKind, tag))
+		d.Fail(invalid(ErrMalformed, "%s tail tag %d is unknown", resumeKind, tag))
 	}
-	return r, d.finish()
+	return r, d.Finish()
 }
 
 // checkResume checks the bounds of the format and the invariants every token a

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -144,9 +145,9 @@ func TestBatchFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, p, err := coder.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: coder.MaxFramePayload}.Unframe(255, enc)
-	if err != nil || v != batchVersion || len(p) != len(enc)-coder.Overhead {
-		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-coder.Overhead)
+	v, p, err := frame.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: frame.MaxLength}.Unframe(255, enc)
+	if err != nil || v != batchVersion || len(p) != len(enc)-frame.Overhead {
+		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-frame.Overhead)
 	}
 	// The frame is written in place, in a buffer sized up front.
 	if extra := cap(enc) - len(enc); extra > 128 {
