@@ -7,8 +7,8 @@ import (
 
 const (
 	commitKind = "commit token"
-	// commitVersion is the version EncodeCommit writes and the newest one
-	// DecodeCommit reads.
+	// commitVersion is the version EncodeCommitToken writes and the newest one
+	// DecodeCommitToken reads.
 	commitVersion byte = 1
 )
 
@@ -17,15 +17,15 @@ var (
 	commitFraming = frame.Framing{Magic: commitMagic, Kind: commitKind}
 )
 
-// EncodeCommit returns the encoding of c in the newest version. Equal tokens
-// give equal bytes, and every field round-trips exactly through DecodeCommit.
+// EncodeCommitToken returns the encoding of c in the newest version. Equal tokens
+// give equal bytes, and every field round-trips exactly through DecodeCommitToken.
 //
 // It refuses, with an error matching recoverable.ErrInvalidToken and
 // ErrTooLarge or ErrMalformed, a token that exceeds the format's bounds or that
-// no stream can make (see FORMAT.md): what it writes, DecodeCommit can read. A
+// no stream can make (see FORMAT.md): what it writes, DecodeCommitToken can read. A
 // token with no parts is accepted; whether it can be committed is the
 // committer's business.
-func EncodeCommit(c recoverable.CommitRecoverable) ([]byte, error) {
+func EncodeCommitToken(c recoverable.CommitToken) ([]byte, error) {
 	if err := checkCommit(c); err != nil {
 		return nil, err
 	}
@@ -42,19 +42,19 @@ func EncodeCommit(c recoverable.CommitRecoverable) ([]byte, error) {
 	return commitFraming.End(b)
 }
 
-// DecodeCommit decodes a commit token written by EncodeCommit of this or any
+// DecodeCommitToken decodes a commit token written by EncodeCommitToken of this or any
 // earlier release. The result does not alias b.
 //
 // Any other input gives an error matching recoverable.ErrInvalidToken and one
 // of ErrBadMagic, ErrVersion (a *VersionError), ErrTruncated, ErrChecksum,
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
-// EncodeCommit makes.
-func DecodeCommit(b []byte) (recoverable.CommitRecoverable, error) {
+// EncodeCommitToken makes.
+func DecodeCommitToken(b []byte) (recoverable.CommitToken, error) {
 	version, payload, err := commitFraming.Unframe(commitVersion, b)
 	if err != nil {
-		return recoverable.CommitRecoverable{}, err
+		return recoverable.CommitToken{}, err
 	}
-	var c recoverable.CommitRecoverable
+	var c recoverable.CommitToken
 	switch version {
 	case 1:
 		c, err = decodeCommitV1(payload)
@@ -65,14 +65,14 @@ func DecodeCommit(b []byte) (recoverable.CommitRecoverable, error) {
 		err = checkCommit(c)
 	}
 	if err != nil {
-		return recoverable.CommitRecoverable{}, err
+		return recoverable.CommitToken{}, err
 	}
 	return c, nil
 }
 
-func decodeCommitV1(payload []byte) (recoverable.CommitRecoverable, error) {
+func decodeCommitV1(payload []byte) (recoverable.CommitToken, error) {
 	d := frame.NewReader(commitKind, payload)
-	var c recoverable.CommitRecoverable
+	var c recoverable.CommitToken
 	c.Bucket = d.String("Bucket", 1, MaxBucketLen)
 	c.Key = d.String("Key", 1, MaxKeyLen)
 	c.UploadID = d.String("UploadID", 1, MaxUploadIDLen)
@@ -83,7 +83,7 @@ func decodeCommitV1(payload []byte) (recoverable.CommitRecoverable, error) {
 
 // checkCommit checks the bounds of the format and the invariants every commit
 // token satisfies.
-func checkCommit(c recoverable.CommitRecoverable) error {
+func checkCommit(c recoverable.CommitToken) error {
 	if err := checkObjectID(commitKind, c.Bucket, c.Key, c.UploadID, c.StagingPrefix); err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Package coder turns the recoverable package's tokens into versioned,
-// self-checking bytes and back. It links no Beam package: the subpackage
-// coder/beamcoder registers these encodings as Beam coders, so that a runner
-// keeps tokens in its checkpoints in this format, and package sink imports it.
+// self-checking bytes and back. It links no Beam package: the sink encodes a
+// token with it before the token enters a checkpoint (inside the writer's
+// restriction) or an element, so a runner only ever holds these bytes.
 //
 // A token written by any released version of this package must decode, in every
 // later version, to exactly the value it was written from: a checkpoint may be

@@ -25,7 +25,7 @@ func addGoldenSeeds(f *testing.F, kind string) {
 	f.Add([]byte{})
 }
 
-// FuzzDecodeResume: whatever DecodeResume accepts re-encodes to the very same
+// FuzzDecodeResume: whatever DecodeResumeToken accepts re-encodes to the very same
 // bytes (the encoding is canonical) and decodes to an equal token; whatever it
 // refuses is refused with exactly one typed error; nothing panics.
 func FuzzDecodeResume(f *testing.F) {
@@ -39,19 +39,19 @@ func FuzzDecodeResume(f *testing.F) {
 }
 
 func checkResumeBytes(t *testing.T, b []byte) {
-	r, err := DecodeResume(b)
+	r, err := DecodeResumeToken(b)
 	if err != nil {
 		refusalKind(t, err)
 		return
 	}
-	enc, err := EncodeResume(r)
+	enc, err := EncodeResumeToken(r)
 	if err != nil {
 		t.Fatalf("a decoded token does not encode: %v", err)
 	}
 	if !bytes.Equal(enc, b) {
 		t.Fatalf("re-encoding gave other bytes:\nin  %x\nout %x", b, enc)
 	}
-	again, err := DecodeResume(enc)
+	again, err := DecodeResumeToken(enc)
 	if err != nil || !reflect.DeepEqual(again, r) {
 		t.Fatalf("re-encoded token decodes to %+v, %v; want %+v", again, err, r)
 	}
@@ -69,19 +69,19 @@ func FuzzDecodeCommit(f *testing.F) {
 }
 
 func checkCommitBytes(t *testing.T, b []byte) {
-	c, err := DecodeCommit(b)
+	c, err := DecodeCommitToken(b)
 	if err != nil {
 		refusalKind(t, err)
 		return
 	}
-	enc, err := EncodeCommit(c)
+	enc, err := EncodeCommitToken(c)
 	if err != nil {
 		t.Fatalf("a decoded token does not encode: %v", err)
 	}
 	if !bytes.Equal(enc, b) {
 		t.Fatalf("re-encoding gave other bytes:\nin  %x\nout %x", b, enc)
 	}
-	again, err := DecodeCommit(enc)
+	again, err := DecodeCommitToken(enc)
 	if err != nil || !reflect.DeepEqual(again, c) {
 		t.Fatalf("re-encoded token decodes to %+v, %v; want %+v", again, err, c)
 	}

@@ -10,8 +10,8 @@ import (
 
 const (
 	resumeKind = "resume token"
-	// resumeVersion is the version EncodeResume writes and the newest one
-	// DecodeResume reads.
+	// resumeVersion is the version EncodeResumeToken writes and the newest one
+	// DecodeResumeToken reads.
 	resumeVersion byte = 1
 )
 
@@ -27,15 +27,15 @@ const (
 	tailObject byte = 2 // the bytes are in a side object
 )
 
-// EncodeResume returns the encoding of r in the newest version. Equal tokens
+// EncodeResumeToken returns the encoding of r in the newest version. Equal tokens
 // give equal bytes.
 //
 // A tail whose Inline is empty but not nil is encoded as no inline tail; every
-// other field round-trips exactly through DecodeResume. EncodeResume refuses,
+// other field round-trips exactly through DecodeResumeToken. EncodeResumeToken refuses,
 // with an error matching recoverable.ErrInvalidToken and ErrTooLarge or
 // ErrMalformed, a token that exceeds the format's bounds or that no stream can
-// make (see FORMAT.md): what it writes, DecodeResume can read.
-func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
+// make (see FORMAT.md): what it writes, DecodeResumeToken can read.
+func EncodeResumeToken(r recoverable.ResumeToken) ([]byte, error) {
 	if err := checkResume(r); err != nil {
 		return nil, err
 	}
@@ -67,20 +67,20 @@ func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
 	return resumeFraming.End(b)
 }
 
-// DecodeResume decodes a resume token written by EncodeResume of this or any
+// DecodeResumeToken decodes a resume token written by EncodeResumeToken of this or any
 // earlier release. The result does not alias b; its Tail.Inline is nil unless
 // the tail is inline.
 //
 // Any other input gives an error matching recoverable.ErrInvalidToken and one
 // of ErrBadMagic, ErrVersion (a *VersionError), ErrTruncated, ErrChecksum,
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
-// EncodeResume makes.
-func DecodeResume(b []byte) (recoverable.ResumeRecoverable, error) {
+// EncodeResumeToken makes.
+func DecodeResumeToken(b []byte) (recoverable.ResumeToken, error) {
 	version, payload, err := resumeFraming.Unframe(resumeVersion, b)
 	if err != nil {
-		return recoverable.ResumeRecoverable{}, err
+		return recoverable.ResumeToken{}, err
 	}
-	var r recoverable.ResumeRecoverable
+	var r recoverable.ResumeToken
 	switch version {
 	case 1:
 		r, err = decodeResumeV1(payload)
@@ -91,14 +91,14 @@ func DecodeResume(b []byte) (recoverable.ResumeRecoverable, error) {
 		err = checkResume(r)
 	}
 	if err != nil {
-		return recoverable.ResumeRecoverable{}, err
+		return recoverable.ResumeToken{}, err
 	}
 	return r, nil
 }
 
-func decodeResumeV1(payload []byte) (recoverable.ResumeRecoverable, error) {
+func decodeResumeV1(payload []byte) (recoverable.ResumeToken, error) {
 	d := frame.NewReader(resumeKind, payload)
-	var r recoverable.ResumeRecoverable
+	var r recoverable.ResumeToken
 	r.Bucket = d.String("Bucket", 1, MaxBucketLen)
 	r.Key = d.String("Key", 1, MaxKeyLen)
 	r.UploadID = d.String("UploadID", 1, MaxUploadIDLen)
@@ -124,7 +124,7 @@ func decodeResumeV1(payload []byte) (recoverable.ResumeRecoverable, error) {
 
 // checkResume checks the bounds of the format and the invariants every token a
 // stream makes satisfies.
-func checkResume(r recoverable.ResumeRecoverable) error {
+func checkResume(r recoverable.ResumeToken) error {
 	const kind = resumeKind
 	if err := checkObjectID(kind, r.Bucket, r.Key, r.UploadID, r.StagingPrefix); err != nil {
 		return err

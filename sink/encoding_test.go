@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/internal/s3mem"
@@ -23,13 +24,13 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // inline tail.
 func fixtureToken(t testing.TB) []byte {
 	t.Helper()
-	rr := recoverable.ResumeRecoverable{
+	rr := recoverable.ResumeToken{
 		Bucket: "bucket", Key: "out/d/global-pane-0-shard-00001-of-00003-file-00002.txt.gz",
 		UploadID: "upload-1", PartSize: 5 << 20, StagingPrefix: ".s3once/staging/", Seq: 3,
 		Parts: recoverable.Chain([]recoverable.Part{{Number: 1, Size: 5 << 20, ETag: `"0123456789abcdef"`, CRC: 0x1234}}),
-		Tail:  recoverable.Tail{Len: 5, CRC: recoverable.CRC64([]byte("hello")), Inline: []byte("hello")},
+		Tail:  recoverable.Tail{Len: 5, CRC: crc64nvme.Checksum([]byte("hello")), Inline: []byte("hello")},
 	}
-	b, err := coder.EncodeResume(rr)
+	b, err := coder.EncodeResumeToken(rr)
 	if err != nil {
 		t.Fatal(err)
 	}

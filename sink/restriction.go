@@ -15,7 +15,7 @@ import (
 //
 // When Token is nil, record Start begins file FileIndex. Otherwise file
 // FileIndex is open: Token is its encoded resume token
-// (coder.EncodeResume), and FileRecords records making FileBytes record bytes
+// (coder.EncodeResumeToken), and FileRecords records making FileBytes record bytes
 // are in it already; record Start is its next one. A token is only ever taken
 // where a compressed member ends (a sync point), so the file's bytes are
 // complete streams up to the token.
