@@ -35,9 +35,10 @@ type Options struct {
 	// upload (each round's calls retried under MaxAttempts), and looks at a
 	// key whose object was replaced while it was being read back. Default 6.
 	MaxRounds int
-	// BaseBackoff and MaxBackoff shape the wait between attempts: attempt n
-	// waits a random time between half and all of min(MaxBackoff,
-	// BaseBackoff x 2^n). Defaults 100ms and 5s. Every wait ends early when
+	// BaseBackoff and MaxBackoff shape the wait between attempts: the wait
+	// before attempt n+1 (n counting from 1) is a random time between half
+	// and all of min(MaxBackoff, BaseBackoff x 2^(n-1)), as s3call.Policy
+	// computes it. Defaults 100ms and 5s. Every wait ends early when
 	// the context is done.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration

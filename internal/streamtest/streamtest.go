@@ -1,8 +1,9 @@
 // Package streamtest is the conformance suite of the recoverable stream contract.
 // Any S3 backend runs it: the real server, a server behind a proxy, or an
 // in-process fake, which must pass it before it may stand in for S3 anywhere.
-// Each subtest is one row of the failure matrix in DESIGN.md that needs no
-// process kill (those live beside the server that can be killed).
+// Each subtest is one case of the stream's failure matrix (docs/testing.md,
+// "Which test proves what") that needs no process kill (those live beside
+// the server that can be killed).
 package streamtest
 
 import (
