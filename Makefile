@@ -92,8 +92,9 @@ BENCH_OUT := bench-out
 bench: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
 	$(GO) run ./bench/cmd/benchrounds -plan full -bin $(BENCH_OUT)/bench.test -dir bench \
-		-out $(BENCH_OUT) -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and both ceilings, in separate processes
 # and in turns within one, and its memory, in 12 rounds: about 33 minutes on 2
@@ -108,8 +109,9 @@ bench-stream: $(VERSITYGW) $(BENCHSTAT)
 bench-quick: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)/quick
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
+	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
 	$(GO) run ./bench/cmd/benchrounds -plan quick -bin $(BENCH_OUT)/bench.test -dir bench \
-		-out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT)/quick -benchstat $(BENCHSTAT)
 
 # The scale curve: pipeline time and the sink's own live heap at 1e5, 1e6
 # and 1e7 records and 1, 4 and 16 shards, and the stream's time per GiB and
@@ -134,11 +136,11 @@ bench-scale: $(VERSITYGW)
 # they are.
 define build
 	@set -o pipefail; mkdir -p $(dir $(2)); \
-	n=$$($(GO) list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' $(1) | grep -c . || true); \
+	n=$$($(GO) list $(3) -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' $(1) | grep -c . || true); \
 	if [ "$$n" -gt 50 ]; then \
 		echo "building $(1): $$n packages to compile, Apache Beam's Go SDK among them; the first build takes about 5 minutes on 2 free cores, later ones seconds"; \
 	fi; \
-	$(GO) build -v -o $(2) $(1) 2>&1 | awk -v n="$$n" -v tty="$$([ -t 1 ] && echo 1)" ' \
+	$(GO) build $(3) -v -o $(2) $(1) 2>&1 | awk -v n="$$n" -v tty="$$([ -t 1 ] && echo 1)" ' \
 		/^[A-Za-z0-9_.~\/-]+$$/ { i++; \
 			if (n <= 50) next; \
 			if (tty) printf "\r\033[K  compiled %d of %d packages", i, n; \
@@ -151,11 +153,16 @@ endef
 # Start a local S3 server (data in .s3data/), run the batch example through
 # sink.Write on the embedded runner, print the summary, stop the server.
 # FORMAT=parquet writes Parquet files instead of gzip JSON Lines (under
-# corpus-parquet/) and reads them back.
+# corpus-parquet/) and reads them back. FORMAT=iceberg builds the runner with
+# -tags iceberg (the default build links no Iceberg) and appends the Parquet
+# files to the table lake.corpus (a SQLite catalog in .s3data/), printing
+# the snapshot and row counts.
 FORMAT ?= jsonl
+ICEBERG_TAGS := $(if $(filter iceberg,$(FORMAT)),-tags iceberg)
+ICEBERG_SUFFIX := $(if $(filter iceberg,$(FORMAT)),-iceberg)
 run: $(VERSITYGW)
-	$(call build,./cmd/s3once-run,.build/s3once-run)
-	.build/s3once-run -format $(FORMAT)
+	$(call build,./cmd/s3once-run,.build/s3once-run$(ICEBERG_SUFFIX),$(ICEBERG_TAGS))
+	.build/s3once-run$(ICEBERG_SUFFIX) -format $(FORMAT)
 
 # Start the local S3 server for a program of your own: on
 # http://127.0.0.1:7070, data in .s3data/, with the bucket demo; it prints the

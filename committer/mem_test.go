@@ -41,6 +41,8 @@ var fakeTests = []struct {
 	{"SweepRemovesExactlyTheStale", TestSweepRemovesExactlyTheStale},
 	{"SweepOlderThanByServerClock", TestSweepOlderThanByServerClock},
 	{"SweepRefusesBadOptions", TestSweepRefusesBadOptions},
+	{"SweepLeavesForeignUploadsNamedLikeFiles", TestSweepLeavesForeignUploadsNamedLikeFiles},
+	{"SweepWithoutOrWithBadMarker", TestSweepWithoutOrWithBadMarker},
 	{"SweepWarnsAboutLifecycleRules", TestSweepWarnsAboutLifecycleRules},
 	{"ListUploads", TestListUploads},
 }

@@ -67,14 +67,25 @@ func (c *Committer) deleteKeys(ctx context.Context, bucket string, keys []string
 			}
 			continue
 		}
-		deleted += len(batch) - len(out.Errors)
-		for i, e := range out.Errors {
-			if i == 3 {
-				errs = append(errs, fmt.Errorf("and %d more keys could not be deleted", len(out.Errors)-i))
-				break
+		// A key already gone is deleted: S3 reports no error for it, but
+		// some servers (versitygw) report NoSuchKey, for instance when a
+		// commit's clean-up removed the key a moment before.
+		failed := 0
+		for _, e := range out.Errors {
+			if aws.ToString(e.Code) == "NoSuchKey" {
+				continue
 			}
+			if failed == 3 {
+				failed++
+				continue
+			}
+			failed++
 			errs = append(errs, fmt.Errorf("delete %s: %s: %s", aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message)))
 		}
+		if failed > 3 {
+			errs = append(errs, fmt.Errorf("and %d more keys could not be deleted", failed-3))
+		}
+		deleted += len(batch) - failed
 	}
 	return deleted, errors.Join(errs...)
 }

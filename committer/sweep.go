@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/recoverable"
 	"golang.org/x/sync/errgroup"
 )
@@ -204,11 +205,16 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 	// preflight leaves under the staging prefix when killed.
 	// The staging folder may lie inside the output's (below a hidden
 	// segment, or with WholeBucket): its uploads are the second pass's.
+	ext, err := c.folderExt(ctx, so)
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", where, err)
+	}
 	fileUpload := func(key string) (own, skip bool) {
 		if ownkeys.Under(so.StagingPrefix, key) {
 			return false, true
 		}
-		return ownkeys.IsFileName(so.Prefix, key) || ownkeys.IsOutputProbe(so.Prefix, key), false
+		file := ownkeys.IsFileName(so.Prefix, key) && (ext == "" || ownkeys.HasFileExt(key, ext))
+		return file || ownkeys.IsOutputProbe(so.Prefix, key), false
 	}
 	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.Prefix), fileUpload, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
@@ -538,4 +544,31 @@ func rulePrefix(r types.LifecycleRule) string {
 func overlaps(rule, folder string) bool {
 	f := ownkeys.Folder(folder)
 	return strings.HasPrefix(rule, f) || strings.HasPrefix(f, rule)
+}
+
+// folderExt is the extension of the folder's files, from its settings
+// marker's file-names setting: an upload named like an s3once file but
+// ending otherwise (a user's "...-file-00099.jsonl.gz.other") is not the
+// sink's, and the sweep leaves it. "" where the folder has no marker yet (an
+// earlier release's folder, or a first run that stopped before writing it):
+// then any name of the file-name shape is taken for the sink's.
+func (c *Committer) folderExt(ctx context.Context, so SweepOptions) (string, error) {
+	key := ownkeys.SettingsKey(so.Prefix)
+	body, found, err := c.ReadObject(ctx, so.Bucket, key, settingsmarker.MaxBytes+1)
+	if err != nil {
+		return "", fmt.Errorf("read the settings marker s3://%s/%s, which names the files' extension (the sweep needs s3:GetObject on it; check the credentials and run again): %w", so.Bucket, key, err)
+	}
+	if !found {
+		return "", nil
+	}
+	fp, err := settingsmarker.Decode(body)
+	if err != nil {
+		return "", fmt.Errorf("the settings marker s3://%s/%s does not decode, so the sweep cannot tell the sink's uploads from others named like them: written by a later s3once (sweep with a newer one) or damaged: %w", so.Bucket, key, err)
+	}
+	names, _ := fp.Get("file-names")
+	ext, ok := ownkeys.FileNamesExt(names)
+	if !ok {
+		return "", fmt.Errorf("the settings marker s3://%s/%s names files %q, a template this s3once does not know, so the sweep cannot tell the sink's uploads from others named like them: sweep with a newer s3once", so.Bucket, key, names)
+	}
+	return ext, nil
 }

@@ -2,9 +2,11 @@ package integration
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3test"
 )
@@ -59,18 +61,53 @@ func TestStreamingExample(t *testing.T) {
 			t.Fatalf("live run: %v\n%s", o, o.Stderr)
 		}
 		windows := map[string]bool{}
+		partitions := map[string][]string{} // manifest key -> the partition's files
+		manifests := map[string]bool{}
 		for _, k := range s3test.Keys(t, client, bucket, "events/") {
 			if ownkeys.IsSettingsAnywhere(k) {
 				continue // the folder's settings marker
+			}
+			if ownkeys.IsManifestAnywhere(k) {
+				manifests[k] = true
+				continue
 			}
 			m := windowKey.FindStringSubmatch(k)
 			if m == nil {
 				t.Fatalf("unexpected key %s", k)
 			}
 			windows[m[1]] = true
+			dest, w, ok := ownkeys.ParseFileKey("events", k)
+			if !ok {
+				t.Fatalf("%s is not a file name", k)
+			}
+			mk := ownkeys.ManifestKey("events", dest, w)
+			partitions[mk] = append(partitions[mk], k)
 		}
 		if len(windows) < 2 {
 			t.Errorf("files in %d windows, want at least 2 from 5s of events in 2s windows", len(windows))
+		}
+		// Every window expired by the end of the run: each partition has
+		// its manifest, listing exactly its files.
+		for mk, files := range partitions {
+			if !manifests[mk] {
+				t.Errorf("no manifest %s for %d files", mk, len(files))
+				continue
+			}
+			entries, err := manifest.Decode(s3test.Object(t, client, bucket, mk))
+			if err != nil {
+				t.Fatalf("%s: %v", mk, err)
+			}
+			var listed []string
+			for _, e := range entries {
+				listed = append(listed, e.Key)
+			}
+			slices.Sort(files)
+			if !slices.Equal(listed, files) {
+				t.Errorf("%s lists %v; the partition holds %v", mk, listed, files)
+			}
+		}
+		if len(manifests) != len(partitions) {
+			t.Errorf("%d manifests for %d partitions", len(manifests), len(partitions))
 		}
 		sweepAndCheckClean(t, client, bucket, "events/")
 		t.Logf("live: %d windows; run %v", len(windows), o)

@@ -49,6 +49,7 @@ func TestCountersAgreeWithResults(t *testing.T) {
 		objs := s3test.Objects(t, testClient(), bucket, "counted/")
 		var files64, recs, size int64
 		keys := map[string]bool{}
+		partitions := map[string]bool{}
 		for _, r := range res {
 			if keys[r.Key] {
 				t.Errorf("%s run: two FileResults for %s", name, r.Key)
@@ -64,6 +65,7 @@ func TestCountersAgreeWithResults(t *testing.T) {
 				t.Fatalf("%s run: %s has %d bytes; the test wants every file in one part", name, r.Key, r.Bytes)
 			}
 			files64++
+			partitions[r.Destination+"\x00"+r.Window] = true
 			recs += r.Records
 			size += r.Bytes
 		}
@@ -102,6 +104,9 @@ func TestCountersAgreeWithResults(t *testing.T) {
 			// (see "Parquet" in the package docs): bounded below.
 			"parquet_replays":          m["parquet_replays"],
 			"parquet_records_replayed": m["parquet_records_replayed"],
+			// One manifest per partition, written (or found in place
+			// with the same bytes, on the rerun) once.
+			"manifests_written": int64(len(partitions)),
 		}
 		t.Logf("%s run: %d FileResults, %d records, %d bytes; counters %v", name, files64, recs, size, m)
 		for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -494,14 +494,18 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 func TestUnknownBoundedness(t *testing.T) {
 	defer func(f func(beam.PCollection) (bool, bool)) { inputBoundedness = f }(inputBoundedness)
 	inputBoundedness = func(beam.PCollection) (bool, bool) { return false, false }
-	logs := captureLogs(t)
 	bucket := srv.Bucket(t)
 	in := minuteEvents(600, 31)
-	if _, err := windowedRun(t, bucket, "hidden", in); err != nil {
+	st, err := testConfig(bucket, "hidden").settings()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !logs.logged("hides whether the input is bounded") {
-		t.Error("the log does not say Beam hides whether the input is bounded")
+	_, s := beam.NewPipelineWithRoot()
+	if applies, why := barrierApplies(st, beam.Create(s, "x")); applies || !strings.Contains(why, "hides whether the input is bounded") {
+		t.Errorf("barrierApplies = %v, %q; want no barrier, and the reason logged", applies, why)
+	}
+	if _, err := windowedRun(t, bucket, "hidden", in); err != nil {
+		t.Fatal(err)
 	}
 	c := testClient()
 	perWindow := map[string][]string{}

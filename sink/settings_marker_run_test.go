@@ -106,25 +106,37 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 	// A folder an earlier release wrote has files and no marker: it is of
 	// output version 1. A run of the latest version is refused before any
 	// commit, by the preflight and by the sink, with the value to set; a
-	// run with OutputVersion 1 goes through and leaves no marker, since
-	// the files' settings are nowhere recorded.
-	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(markerKey)}); err != nil {
+	// run with OutputVersion 1 goes through, keeps every file, and leaves
+	// no marker, since the files' settings are nowhere recorded.
+	if _, err := settingsRunV(t, bucket, "legacy", in, "gzip", 2, true, 1); err != nil {
 		t.Fatal(err)
 	}
+	legacyMarker := ownkeys.SettingsKey("legacy")
+	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(legacyMarker)}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := relative(t, c, bucket, "legacy")
 	for _, preflight := range []bool{true, false} {
-		_, err := settingsRun(t, bucket, "out", in, "gzip", 2, preflight)
+		_, err := settingsRun(t, bucket, "legacy", in, "gzip", 2, preflight)
 		if err == nil || !errcode.Has(errors.New(err.Error()), errcode.SettingsChanged) || !strings.Contains(err.Error(), "set OutputVersion: 1") || !strings.Contains(err.Error(), "earlier s3once release") {
 			t.Errorf("a run of output version 2 into a folder without a marker (preflight %v): %v", preflight, err)
 		}
-		if !maps.EqualFunc(before, relative(t, c, bucket, "out"), bytes.Equal) {
+		if !maps.EqualFunc(legacy, relative(t, c, bucket, "legacy"), bytes.Equal) {
 			t.Errorf("the refused run changed the folder")
 		}
 		checkClean(t, c, bucket)
 	}
-	if _, err := settingsRunV(t, bucket, "out", in, "gzip", 2, true, 1); err != nil {
+	m, err = settingsRunV(t, bucket, "legacy", in, "gzip", 2, true, 1)
+	if err != nil {
 		t.Fatalf("a rerun with OutputVersion 1 into a folder without a marker: %v", err)
 	}
-	if keys := s3test.Keys(t, c, bucket, markerKey); len(keys) != 0 {
+	if got := m["barrier_kept"]; got != int64(len(legacy)) {
+		t.Errorf("the rerun with OutputVersion 1 kept %d files, want %d", got, len(legacy))
+	}
+	if !maps.EqualFunc(legacy, relative(t, c, bucket, "legacy"), bytes.Equal) {
+		t.Errorf("the rerun with OutputVersion 1 changed the folder")
+	}
+	if keys := s3test.Keys(t, c, bucket, legacyMarker); len(keys) != 0 {
 		t.Errorf("a folder of an earlier release was stamped with a marker: %v", keys)
 	}
 }

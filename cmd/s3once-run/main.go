@@ -52,7 +52,7 @@ func main() {
 	flag.StringVar(&o.data, "data", "", "data folder of the S3 server (default: .s3data at the repository root)")
 	flag.StringVar(&o.bucket, "bucket", "demo", "bucket to write to (created if missing)")
 	flag.StringVar(&o.prefix, "prefix", "", "key prefix of the files (default: corpus, or corpus-parquet with -format parquet)")
-	flag.StringVar(&o.format, "format", "jsonl", "file format: jsonl (gzip JSON Lines) or parquet (snappy pages)")
+	flag.StringVar(&o.format, "format", "jsonl", "file format: jsonl (gzip JSON Lines), parquet (snappy pages), or iceberg (Parquet files appended to an Iceberg table; needs a binary built with -tags iceberg)")
 	flag.IntVar(&o.records, "records", 100_000, "documents to generate")
 	flag.Uint64Var(&o.seed, "seed", 1, "corpus seed")
 	flag.BoolVar(&o.verbose, "verbose", false, "show the runner's logs")
@@ -96,6 +96,16 @@ type options struct {
 	verbose              bool
 }
 
+// tableStage appends a run's files to a table (-format iceberg, in a
+// binary built with -tags iceberg).
+type tableStage interface {
+	// prefix is the run's folder, the sink's Prefix.
+	prefix() (string, error)
+	// commit appends the run's files and prints the snapshot and row
+	// counts.
+	commit(ctx context.Context, w io.Writer, rs []sink.FileResult) error
+}
+
 func run(o options, out, errOut io.Writer) int {
 	app.QuietLogs(o.verbose)
 	fail := func(format string, args ...any) int {
@@ -109,13 +119,15 @@ func run(o options, out, errOut io.Writer) int {
 	if o.data == "" {
 		o.data = filepath.Join(root, ".s3data")
 	}
-	parquet := false
+	parquet, iceberg := false, false
 	switch o.format {
 	case "", "jsonl":
 	case "parquet":
 		parquet = true
+	case "iceberg":
+		parquet, iceberg = true, true
 	default:
-		return fail("-format %q: jsonl or parquet", o.format)
+		return fail("-format %q: jsonl, parquet or iceberg", o.format)
 	}
 	if o.prefix == "" {
 		o.prefix = "corpus"
@@ -152,6 +164,15 @@ func run(o options, out, errOut io.Writer) int {
 	client := srv.Client(s3server.ClientOptions{MaxAttempts: 3})
 	if err := ensureBucket(ctx, client, o.bucket); err != nil {
 		return fail("%v", err)
+	}
+	var table tableStage
+	if iceberg {
+		if table, err = openIceberg(ctx, srv.Endpoint(), o.data, o.bucket, o); err != nil {
+			return fail("%v", err)
+		}
+		if o.prefix, err = table.prefix(); err != nil {
+			return fail("%v", err)
+		}
 	}
 	cfg := sink.Config{
 		Bucket: o.bucket, Prefix: o.prefix,
@@ -205,6 +226,11 @@ func run(o options, out, errOut io.Writer) int {
 			return fail("%v", err)
 		}
 		showParquetFiles(out, rel, o.bucket, res.Results)
+		if table != nil {
+			if err := table.commit(ctx, out, res.Results); err != nil {
+				return fail("%v", err)
+			}
+		}
 	} else {
 		showFiles(out, rel, o.bucket, res.Results)
 	}

@@ -39,6 +39,12 @@ does not write) are listed apart, as named like s3once's: they are not
 s3once's, and verify neither counts them as files nor as problems. Other
 keys under P are counted, not judged. Nothing in the bucket changes.
 
+With --table-run, P is a run's folder of the Iceberg table stage
+(<table location>/data/<run id>): every window of committed files must have
+the stage's commit marker (_s3once_table_commit-<window>) beside it,
+naming this run and as many files; committed files of a run that never
+reached the table are reported (table-run-missing), by run id.
+
 A folder a pipeline is still writing may show open uploads and partitions
 without manifests: verify after the run.
 
@@ -55,7 +61,8 @@ problem kinds are stable:
   settings-unreadable, settings-missing, manifest-unreadable,
   manifest-entry-foreign, file-missing, file-changed, file-extra,
   file-other-settings, shards-mixed, marker-unreadable,
-  marker-file-missing, marker-incomplete, upload-left, no-output
+  marker-file-missing, marker-incomplete, upload-left, no-output,
+  table-run-missing
 
 Examples:
   s3once verify --bucket data --prefix events/
@@ -90,6 +97,7 @@ func verifyCmd(ctx context.Context, e env, args []string) error {
 		wholeBucket = fs.Bool("whole-bucket", false, "allow an empty --prefix: the output folder is the bucket's root")
 		staging     = fs.String("staging-prefix", s3call.DefaultStagingPrefix, "prefix of the side objects (skipped where it lies under --prefix)")
 		asJSON      = fs.Bool("json", false, "print the report as JSON")
+		tableRun    = fs.Bool("table-run", false, "the prefix is a run's folder of the Iceberg table stage (<table location>/data/<run id>): also check that its files reached the table")
 		concurrency = fs.Int("concurrency", defaultVerifyConcurrency, "look-ups in flight at once")
 		attempts    = fs.Int("max-attempts", defaultVerifyAttempts, "tries per S3 call on retryable errors (on top of the SDK's own)")
 		cf          clientFlags
@@ -125,6 +133,7 @@ func verifyCmd(ctx context.Context, e env, args []string) error {
 	}
 	rep := verifyFolder(ctx, c, verifyOptions{
 		bucket: *bucket, prefix: *prefix, staging: *staging, concurrency: *concurrency, now: time.Now().UTC(),
+		tableRun: *tableRun,
 	})
 	if *asJSON {
 		if err := writeJSON(e.stdout, rep); err != nil {
@@ -164,9 +173,12 @@ type verifyReport struct {
 	NamedLikeS3once []namedLike `json:"named_like_s3once"`
 	// OtherKeys counts the objects under the prefix that are neither
 	// s3once's nor named like them.
-	OtherKeys  int          `json:"other_keys"`
-	Problems   []problem    `json:"problems"`
-	Unverified []unverified `json:"unverified"`
+	OtherKeys int `json:"other_keys"`
+	// TableRun (with --table-run) lists the windows of the run that
+	// reached the table.
+	TableRun   []tableRunReport `json:"table_run,omitempty"`
+	Problems   []problem        `json:"problems"`
+	Unverified []unverified     `json:"unverified"`
 	// CheckedAt is this machine's clock when the check began.
 	CheckedAt time.Time `json:"checked_at"`
 }
@@ -271,6 +283,9 @@ func printVerify(w io.Writer, r *verifyReport) {
 	}
 	if len(r.CompletionMarkers) > 0 {
 		fmt.Fprintf(w, "  completion markers: %d\n", len(r.CompletionMarkers))
+	}
+	for _, t := range r.TableRun {
+		fmt.Fprintf(w, "  table %s: window %s in snapshot %d (%d files)\n", t.Table, t.Window, t.SnapshotID, t.Files)
 	}
 	if r.OtherKeys > 0 {
 		fmt.Fprintf(w, "  other keys (not s3once's, not judged): %d\n", r.OtherKeys)

@@ -60,6 +60,8 @@ type verifyOptions struct {
 	// concurrency bounds the look-ups and reads in flight.
 	concurrency int
 	now         time.Time
+	// tableRun: the folder is a table run's (checkTableRun).
+	tableRun bool
 }
 
 // verifier checks one output folder.
@@ -131,6 +133,9 @@ func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) 
 	v.checkPartitions(ctx)
 	v.checkMarkers(ctx)
 	v.checkUploads(ctx)
+	if o.tableRun {
+		v.checkTableRun(ctx)
+	}
 	return v.finish()
 }
 
@@ -189,7 +194,7 @@ func (v *verifier) readSettings(ctx context.Context) {
 		return
 	}
 	names, _ := fp.Get("file-names")
-	ext, ok := fileNamesExt(names)
+	ext, ok := ownkeys.FileNamesExt(names)
 	if !ok {
 		bad("the settings marker's file-names %q is not a file-name template this s3once knows: use a newer s3once to verify", names)
 		return
@@ -200,21 +205,6 @@ func (v *verifier) readSettings(ctx context.Context) {
 			v.shards, sr.Shards = n, n
 		}
 	}
-}
-
-// fileNamesExt takes the files' extension from the marker's file-names
-// setting: the template, which ends with its file number "<FFFFF>", then
-// the extension.
-func fileNamesExt(names string) (string, bool) {
-	const last = "-file-<FFFFF>"
-	i := strings.LastIndex(names, last)
-	if i < 0 {
-		return "", false
-	}
-	ext := names[i+len(last):]
-	// The extension is one ownkeys takes: a file name made with it is
-	// one.
-	return ext, ownkeys.IsFileName("", "global-pane-0-shard-00000-of-00001-file-00000"+ext)
 }
 
 // ---- the listing ---------------------------------------------------------

@@ -27,6 +27,7 @@ import (
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/settingsmarker"
+	"github.com/s3once/s3once/internal/tablemarker"
 )
 
 const (
@@ -178,6 +179,44 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		t.Fatalf("no partition %q %q in %+v", dest, window, rep.Partitions)
 		return nil
 	}
+
+	// A table run's folder (<table location>/data/<run id>) with
+	// --table-run: committed files without the table stage's commit marker
+	// are named, by run id; with a marker that names the run and its
+	// files, the folder verifies.
+	t.Run("TableRun", func(t *testing.T) {
+		f := folder(t)
+		f.prefix += "/data/run-7"
+		files := f.consistent()
+		rep := verify(t, f, exitProblems, "--table-run")
+		wantProblems(t, rep, kindNotInTable+" "+tablemarker.Key(f.prefix, "global"), kindNotInTable+" "+tablemarker.Key(f.prefix, hour))
+		for _, p := range rep.Problems {
+			if !strings.Contains(p.Message, `run "run-7"`) || !strings.Contains(p.Message, "never reached the table") {
+				t.Errorf("problem %+v does not name the run and what happened", p)
+			}
+		}
+		verify(t, f, exitOK) // without --table-run, the folder is an ordinary one
+		var global int
+		for _, e := range files {
+			if !strings.Contains(e.Key, hour) {
+				global++
+			}
+		}
+		marker := func(window string, n int) {
+			f.put(tablemarker.Key(f.prefix, window), tablemarker.Encode(tablemarker.Marker{
+				RunID: "run-7", Window: window, Table: "lake.events", SnapshotID: 42, Files: n, FilesSHA256: strings.Repeat("ab", 32),
+			}))
+		}
+		marker("global", global)
+		marker(hour, len(files)-global+1)
+		rep = verify(t, f, exitProblems, "--table-run")
+		wantProblems(t, rep, kindNotInTable+" "+tablemarker.Key(f.prefix, hour))
+		marker(hour, len(files)-global)
+		rep = verify(t, f, exitOK, "--table-run")
+		if len(rep.TableRun) != 2 || rep.TableRun[0].SnapshotID != 42 {
+			t.Errorf("table run report %+v, want both windows in snapshot 42", rep.TableRun)
+		}
+	})
 
 	t.Run("ConsistentV2", func(t *testing.T) {
 		f := folder(t)

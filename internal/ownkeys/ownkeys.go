@@ -471,3 +471,26 @@ func pad(n int64, width int) string {
 	}
 	return strings.Repeat("0", width-len(s)) + s
 }
+
+// FileNamesExt takes the files' extension from a settings marker's
+// file-names setting: the file-name template, which ends with the file
+// number "<FFFFF>" and then the extension. ok is false for a template this
+// version does not know, or an extension no file name may end with.
+func FileNamesExt(names string) (ext string, ok bool) {
+	const last = "-file-<FFFFF>"
+	i := strings.LastIndex(names, last)
+	if i < 0 {
+		return "", false
+	}
+	ext = names[i+len(last):]
+	return ext, IsFileName("", "global-pane-0-shard-00000-of-00001-file-00000"+ext)
+}
+
+// HasFileExt reports whether the file name key ends with its file number
+// followed by exactly ext: a name of the same shape with more after the
+// extension (".jsonl.gz.other") or another extension is not one of the
+// files of a folder whose settings marker names ext.
+func HasFileExt(key, ext string) bool {
+	rest, ok := strings.CutSuffix(key, ext)
+	return ok && rest != "" && rest[len(rest)-1] >= '0' && rest[len(rest)-1] <= '9'
+}

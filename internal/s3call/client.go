@@ -69,9 +69,12 @@ func (q quietIMDS) Logf(c logging.Classification, format string, v ...any) {
 // the configuration chain names no region.
 var ErrNoRegion = errors.New("no region: set AWS_REGION, a profile's region, or the region option")
 
-// NewClient builds an S3 client from the standard AWS configuration chain
-// and o. It is the one place s3once's programs build clients.
-func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
+// LoadConfig is the AWS configuration NewClient builds its client from:
+// the standard chain, with o's region, profile, static credentials and
+// logger on top, and o.MaxAttempts as its retry attempts where set (o's
+// endpoint, addressing, throttle, checksum and client options are the
+// client's, not the configuration's).
+func LoadConfig(ctx context.Context, o ClientOptions) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if o.Region != "" {
 		opts = append(opts, config.WithRegion(o.Region))
@@ -90,13 +93,26 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 	opts = append(opts, config.WithLogger(quietIMDS{logging.NewStandardLogger(logTo)}))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
 		if o.RequireRegion && o.Endpoint == "" {
-			return nil, ErrNoRegion
+			return aws.Config{}, ErrNoRegion
 		}
 		cfg.Region = "us-east-1"
+	}
+	if o.MaxAttempts > 0 {
+		cfg.RetryMaxAttempts = o.MaxAttempts
+	}
+	return cfg, nil
+}
+
+// NewClient builds an S3 client from the standard AWS configuration chain
+// and o. It is the one place s3once's programs build clients.
+func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
+	cfg, err := LoadConfig(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	th := o.Throttle
 	if th == nil {

@@ -118,13 +118,25 @@
 //	                                                   1 s/MiB                                            empty file, 219.3 s at 8 MiB
 //	any call under a Policy, throttled     all         as above                SlowDown answers are      the row's worst case
 //	                                                                           not attempts              + ThrottleBudget (5 min)
+//	the Iceberg table stage's calls,       iceberg-go  none of its own: the    the SDK's retryer (3      the caller's context
+//	 through iceberg-go's S3 file IO:      (package    caller's context        attempts); a commit that
+//	 GetObject and HeadObject of table     icebergtable)                       conflicts is made again
+//	 metadata, manifest lists and                                              by the stage's loop, up
+//	 manifests; PutObject (a multipart                                         to 20 rounds
+//	 upload for a large one) of new ones
+//	 and of the run's commit marker;
+//	 DeleteObject of what a failed commit
+//	 wrote
 //
 // The stream's bound grows with PartSize (1 s per MiB); the committer's
 // attempts and backoff follow committer.Options (MaxAttempts, BaseBackoff,
 // MaxBackoff, CallTimeout, CompleteTimeout, SettleTimeout). s3once verify
 // runs a committer with MaxAttempts 3 (--max-attempts) and bounds each
 // file's look-up, read-back included, as in its row, since the committer
-// bounds a read-back by its context alone.
+// bounds a read-back by its context alone. The Iceberg table stage's calls
+// are iceberg-go's, outside the committer: no Policy bounds them, so a
+// stalled call waits for the caller's context (give Commit one with a
+// deadline).
 //
 // # Listings
 //

@@ -275,3 +275,23 @@ func (f *Fake) Stored(bucket, key string) (chunks [][]byte, ok bool) {
 	}
 	return slices.Clip(o.chunks), true
 }
+
+// Seed stores objects in a bucket (made if missing) without requests, as a
+// PutObject without checksums would leave them: for benchmarks and tests
+// that need a large bucket and measure something else. It writes no call
+// log entries and meets no faults.
+func (f *Fake) Seed(bucket string, objects map[string][]byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.buckets[bucket]
+	if b == nil {
+		b = newBucket()
+		f.buckets[bucket] = b
+	}
+	for key, data := range objects {
+		b.put(key, &object{
+			chunks: [][]byte{data}, size: int64(len(data)), etag: f.etag(data), modified: f.now(),
+			checksums: checksums{"CRC64NVME": checksum("CRC64NVME", data)}, checksumType: fullObject,
+		})
+	}
+}

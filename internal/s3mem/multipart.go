@@ -241,7 +241,7 @@ func (f *Fake) completeUpload(b *bucket, r *request) *reply {
 	if r.lagged {
 		b.lagged[r.key] = laggedObject{o: o, at: f.now().Add(f.opts.VisibleLag)}
 	} else {
-		b.objects[r.key] = o
+		b.put(r.key, o)
 	}
 	delete(b.uploads, u.id)
 	res := completeResult{

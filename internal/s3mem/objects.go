@@ -15,7 +15,12 @@ import (
 
 type bucket struct {
 	objects map[string]*object
-	uploads map[string]*upload // by upload ID
+	// sorted holds the keys of objects in order while unsorted is false; a
+	// new or deleted key sets unsorted, and the next listing sorts again.
+	// A listing's page then costs a search, not a pass over the bucket.
+	sorted   []string
+	unsorted bool
+	uploads  map[string]*upload // by upload ID
 	// lagged are completed objects not visible yet (CrashLagged), by key.
 	lagged map[string]laggedObject
 }
@@ -31,12 +36,46 @@ func newBucket() *bucket {
 	return &bucket{objects: map[string]*object{}, uploads: map[string]*upload{}, lagged: map[string]laggedObject{}}
 }
 
+// put stores o at key.
+func (b *bucket) put(key string, o *object) {
+	if _, ok := b.objects[key]; !ok {
+		b.unsorted = true
+	}
+	b.objects[key] = o
+}
+
+// remove deletes the object at key, if any.
+func (b *bucket) remove(key string) {
+	if _, ok := b.objects[key]; ok {
+		b.unsorted = true
+		delete(b.objects, key)
+	}
+}
+
+// keysFrom returns the bucket's keys in order, from the first that starts
+// with prefix and sorts after after.
+func (b *bucket) keysFrom(prefix, after string) []string {
+	if b.unsorted || len(b.sorted) != len(b.objects) {
+		b.sorted = b.sorted[:0]
+		for k := range b.objects {
+			b.sorted = append(b.sorted, k)
+		}
+		sort.Strings(b.sorted)
+		b.unsorted = false
+	}
+	i := sort.SearchStrings(b.sorted, prefix)
+	if after >= prefix {
+		i = sort.Search(len(b.sorted), func(i int) bool { return b.sorted[i] > after })
+	}
+	return b.sorted[i:]
+}
+
 // surface makes the lagged objects whose time has come visible, under f.mu.
 func (f *Fake) surface(b *bucket) {
 	now := f.now()
 	for k, l := range b.lagged {
 		if !now.Before(l.at) {
-			b.objects[k] = l.o
+			b.put(k, l.o)
 			delete(b.lagged, k)
 		}
 	}
@@ -92,7 +131,7 @@ func (f *Fake) apply(r *request) *reply {
 	case s3fault.GetObject, s3fault.HeadObject:
 		return f.getObject(b, r)
 	case s3fault.DeleteObject:
-		delete(b.objects, r.key)
+		b.remove(r.key)
 		return newReply(http.StatusNoContent)
 	case s3fault.DeleteObjects:
 		return f.deleteObjects(b, r)
@@ -170,7 +209,7 @@ func (f *Fake) putObject(b *bucket, r *request) *reply {
 		chunks: [][]byte{r.body}, size: int64(len(r.body)), etag: f.etag(r.body), modified: f.now(), checksums: cs, checksumType: fullObject,
 		contentType: r.h.Get("Content-Type"), encoding: r.h.Get("Content-Encoding"),
 	}
-	b.objects[r.key] = o
+	b.put(r.key, o)
 	rp = newReply(http.StatusOK)
 	rp.header.Set("ETag", o.etag)
 	for alg, v := range cs {
@@ -309,7 +348,7 @@ func (f *Fake) deleteObjects(b *bucket, r *request) *reply {
 	}
 	var res deleteResult
 	for _, o := range req.Objects {
-		delete(b.objects, o.Key)
+		b.remove(o.Key)
 		if !req.Quiet {
 			res.Deleted = append(res.Deleted, deletedEntry{Key: o.Key})
 		}
@@ -358,15 +397,11 @@ func (f *Fake) listObjects(b *bucket, r *request) *reply {
 		}
 		after = strings.TrimPrefix(string(raw), "after:")
 	}
-	keys := make([]string, 0, len(b.objects))
-	for k := range b.objects {
-		if strings.HasPrefix(k, prefix) && k > after {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
 	last := ""
-	for _, k := range keys {
+	for _, k := range b.keysFrom(prefix, after) {
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
 		if delim != "" && after != "" && strings.HasSuffix(after, delim) && strings.HasPrefix(k, after) {
 			continue // under a common prefix listed on an earlier page
 		}

@@ -17,6 +17,12 @@
 //	go run ./bench/cmd/benchrounds -bin bench-out/bench.test -dir bench \
 //		-out bench-out -plan full -benchstat .bin/benchstat
 //
+// A group of the sink package's own benchmarks (the partition check) runs
+// from the sink's test binary, named by -sinkbin and run in -sinkdir:
+//
+//	go test -c -o bench-out/sink.test ./sink
+//	go run ./bench/cmd/benchrounds ... -sinkbin bench-out/sink.test -sinkdir sink
+//
 // -plan scale runs the scale curve instead (make bench-scale; see scale.go):
 // -grid small or full.
 package main
@@ -46,18 +52,23 @@ func main() {
 	rounds := flag.Int("rounds", 0, "rounds (0: the plan's)")
 	benchstat := flag.String("benchstat", "benchstat", "the benchstat executable")
 	grid := flag.String("grid", "small", "with -plan scale: the grid, full or small (see scale.go)")
+	sinkBin := flag.String("sinkbin", "", "the test binary of package sink, for the plan's sink groups")
+	sinkDir := flag.String("sinkdir", "sink", "the folder the sink's test binary runs in")
 	flag.Parse()
 	err := errors.New("-bin is required")
 	if *bin != "" {
 		// The binary runs in -dir: a relative path must not be read from there.
 		*bin, err = filepath.Abs(*bin)
 	}
+	if err == nil && *sinkBin != "" {
+		*sinkBin, err = filepath.Abs(*sinkBin)
+	}
 	switch {
 	case err != nil:
 	case *planName == "scale":
 		err = runScale(*bin, *dir, *out, *grid, *rounds)
 	default:
-		err = run(*bin, *dir, *out, *planName, *rounds, *benchstat)
+		err = run(binaries{"": {*bin, *dir}, "sink": {*sinkBin, *sinkDir}}, *out, *planName, *rounds, *benchstat)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrounds:", err)
@@ -65,10 +76,22 @@ func main() {
 	}
 }
 
-func run(bin, dir, out, planName string, rounds int, benchstat string) error {
+// binary is a test binary and the folder it runs in.
+type binary struct{ path, dir string }
+
+// binaries are the test binaries by the package a group names ("" for
+// package bench).
+type binaries map[string]binary
+
+func run(bins binaries, out, planName string, rounds int, benchstat string) error {
 	plan, ok := plans[planName]
 	if !ok {
 		return fmt.Errorf("no plan %q (full, stream, quick; or scale)", planName)
+	}
+	for _, g := range plan.groups {
+		if bins[g.pkg].path == "" {
+			return fmt.Errorf("the plan's group %s runs package %s's benchmarks: name its test binary (-sinkbin)", g.name, g.pkg)
+		}
 	}
 	if rounds <= 0 {
 		rounds = plan.rounds
@@ -91,7 +114,7 @@ func run(bin, dir, out, planName string, rounds int, benchstat string) error {
 			for i := range paths {
 				p := paths[(i+r)%len(paths)] // rotate the order every round
 				t0 := time.Now()
-				if err := runOne(bin, dir, out, g, p); err != nil {
+				if err := runOne(bins[g.pkg].path, bins[g.pkg].dir, out, g, p); err != nil {
 					return err
 				}
 				fmt.Fprintf(os.Stderr, "round %d/%d  %-60s %6.1fs  (%s total)\n",

@@ -5,6 +5,7 @@ package main
 type group struct {
 	name  string     // file stem under the output folder
 	bench string     // the benchmark function
+	pkg   string     // the package of the benchmark: "" for bench, or "sink"
 	dims  [][]string // sub-benchmark names, one list per level
 	// times gives the -benchtime of the runs whose path holds the key;
 	// the others run once ("1x").
@@ -53,6 +54,7 @@ var plans = map[string]struct {
 		recoverGroup("20x"),
 		pipelineGroup("records=100000", "records=1000000"),
 		parquetGroup("records=100000", "records=1000000"),
+		partitionCheckGroup("files=10000", "files=1000000"),
 	}},
 	// The stream's checks alone (make bench-stream), in twice the full
 	// plan's rounds: its ratios against the ceiling sit near their goal, and
@@ -72,6 +74,7 @@ var plans = map[string]struct {
 		recoverGroup("5x"),
 		pipelineGroup("records=100000"),
 		parquetGroup("records=100000"),
+		partitionCheckGroup("files=10000"),
 	}},
 }
 
@@ -170,6 +173,18 @@ func parquetGroup(records ...string) group {
 	}
 }
 
+// partitionCheckGroup measures the barrier's partition check (the sink
+// package's BenchmarkPartitionCheck): one check of a rerun per run, its
+// files over 100 partitions in the in-memory S3. At 10^6 files one check
+// takes about 15 s of CPU time (a thousand listings parsed by the SDK).
+func partitionCheckGroup(files ...string) group {
+	return group{
+		name: "partition", bench: "BenchmarkPartitionCheck", pkg: "sink",
+		dims:      [][]string{files},
+		benchstat: [][]string{{"-col", "/files"}},
+	}
+}
+
 // A check is one line of the summary: a ratio between two benchmarks with
 // its interval, or a bound on one benchmark's values, and the goal it meets
 // or misses.
@@ -254,6 +269,13 @@ func checks() []check {
 		p := "BenchmarkPipeline/records=" + records + "/side="
 		cs = append(cs, check{title: "sink.Write vs textio.Write (s3://), " + records + " records: records/s", base: p + "textio", test: p + "sink", unit: "sec/op", throughput: true, op: ">=", goal: 1.0})
 	}
+	cs = append(cs,
+		check{title: "Partition check, 10^4 files over 100 partitions (information)", test: "BenchmarkPartitionCheck/files=10000", unit: "sec/op"},
+		check{title: "Partition check, 10^6 files over 100 partitions (information)", test: "BenchmarkPartitionCheck/files=1000000", unit: "sec/op"},
+		check{title: "Partition check, 10^4 files: CPU time (information)", test: "BenchmarkPartitionCheck/files=10000", unit: "cpu-sec/op"},
+		check{title: "Partition check, 10^6 files: CPU time (information)", test: "BenchmarkPartitionCheck/files=1000000", unit: "cpu-sec/op"},
+		check{title: "Partition check, 10^6 vs 10^4 files: time", base: "BenchmarkPartitionCheck/files=10000", test: "BenchmarkPartitionCheck/files=1000000", unit: "sec/op"},
+	)
 	for _, records := range []string{"100000", "1000000"} {
 		p := "BenchmarkParquetPipeline/records=" + records + "/side="
 		cs = append(cs, check{title: "Parquet: sink.Write vs parquetio.Write (s3://), " + records + " records: records/s", base: p + "parquetio", test: p + "sink", unit: "sec/op", throughput: true, op: ">=", goal: 1.0})

@@ -1,0 +1,147 @@
+package icebergtable
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/s3once/s3once/sink"
+)
+
+// Config says which table a run appends to, and as which run.
+type Config struct {
+	// CatalogName and CatalogProperties load the catalog on the worker
+	// that commits, as catalog.Load takes them: for the SQL catalog over
+	// SQLite, {"type": "sql", "uri": "file:/path/catalog.db", "sql.driver":
+	// "sqlite", "sql.dialect": "sqlite"}; for REST, {"type": "rest", "uri":
+	// ...}; for Glue, {"type": "glue", ...}. The s3.* properties (endpoint,
+	// region, credentials) reach the table's file IO.
+	CatalogName       string
+	CatalogProperties map[string]string
+	// Table is the table's identifier, dot-separated ("lake.events").
+	Table string
+	// RunID is the run's idempotency key: stable across retries and
+	// reruns of the same input (a date, a batch number), never random or
+	// time-based. Required.
+	RunID string
+	// Record is the record type the sink wrote (a struct); the table's
+	// schema must be its (SchemaOf).
+	Record reflect.Type
+	// Sink is the sink's configuration: the stage reaches S3 with its
+	// region, credentials, retry attempts and request settings (see
+	// WithS3); its other fields are not used.
+	Sink sink.Config
+}
+
+// Identifier splits Table into a table.Identifier.
+func (c Config) Identifier() table.Identifier { return strings.Split(c.Table, ".") }
+
+func (c Config) check() error {
+	var problems []string
+	if c.Table == "" || strings.Contains(c.Table, "..") {
+		problems = append(problems, fmt.Sprintf("Table %q must be a dot-separated identifier", c.Table))
+	}
+	if err := CheckRunID(c.RunID); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if c.Record == nil {
+		problems = append(problems, "Record (the struct type the sink writes) is required")
+	} else if _, _, err := SchemaOf(c.Record); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(c.CatalogProperties) == 0 {
+		problems = append(problems, "CatalogProperties are required (at least the catalog's type and uri)")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("s3once iceberg: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// LoadCatalog loads the configured catalog.
+func (c Config) LoadCatalog(ctx context.Context) (catalog.Catalog, error) {
+	cat, err := catalog.Load(ctx, c.CatalogName, iceberg.Properties(c.CatalogProperties))
+	if err != nil {
+		return nil, fmt.Errorf("s3once iceberg: load the catalog %q: %w", c.CatalogName, err)
+	}
+	return cat, nil
+}
+
+// Append commits a run's files, sink.Write's output, to the table: one
+// snapshot per window (for bounded input in the global window, one per
+// run), after every file of the window is committed in S3. It returns a
+// PCollection of the Result of each window's commit.
+//
+// The results are grouped by window with a GroupByKey, which fires with the
+// input's trigger: keep the default trigger (one pane per window, at its
+// end), since a later pane of the same window with more files is refused as
+// a changed run.
+func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection {
+	s = s.Scope("icebergtable.Append")
+	if err := cfg.check(); err != nil {
+		panic(err) // pipeline construction: Beam's transforms panic on bad arguments
+	}
+	keyed := beam.ParDo(s, keyByWindow, results)
+	grouped := beam.GroupByKey(s, keyed)
+	return beam.ParDo(s, &appendFn{
+		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties,
+		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, S3: routeOf(cfg.Sink),
+	}, grouped)
+}
+
+func keyByWindow(r sink.FileResult) (string, sink.FileResult) { return r.Window, r }
+
+// appendFn commits each window's files.
+type appendFn struct {
+	CatalogName       string            `json:"catalogName"`
+	CatalogProperties map[string]string `json:"catalogProperties"`
+	Table             string            `json:"table"`
+	RunID             string            `json:"runID"`
+	Record            beam.EncodedType  `json:"record"`
+	S3                s3Route           `json:"s3"`
+
+	tbl *Table
+}
+
+func (f *appendFn) Setup(ctx context.Context) error {
+	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, Table: f.Table}
+	ctx, err := WithS3(ctx, f.S3.config())
+	if err != nil {
+		return err
+	}
+	cat, err := cfg.LoadCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	f.tbl, err = Open(ctx, cat, cfg.Identifier(), f.Record.T, "")
+	return err
+}
+
+func (f *appendFn) ProcessElement(ctx context.Context, window string, files func(*sink.FileResult) bool, emit func(Result)) error {
+	var all []sink.FileResult
+	var r sink.FileResult
+	for files(&r) {
+		all = append(all, r)
+	}
+	res, err := f.tbl.Commit(ctx, f.RunID, window, all)
+	if err != nil {
+		return err
+	}
+	emit(res)
+	return nil
+}
+
+func init() {
+	register.Function1x2(keyByWindow)
+	register.DoFn4x1[context.Context, string, func(*sink.FileResult) bool, func(Result), error](&appendFn{})
+	register.Emitter1[Result]()
+	register.Iter1[sink.FileResult]()
+	beam.RegisterType(reflect.TypeFor[Result]())
+}

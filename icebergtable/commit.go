@@ -1,0 +1,375 @@
+package icebergtable
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/s3once/s3once/internal/tablemarker"
+	"github.com/s3once/s3once/sink"
+)
+
+// Snapshot summary properties of a run's snapshot: the idempotency key
+// (run id and window) and what the run added.
+const (
+	PropRunID       = "s3once.run-id"
+	PropWindow      = "s3once.window"
+	PropFiles       = "s3once.files"
+	PropFilesSHA256 = "s3once.files-sha256"
+)
+
+// ErrRunChanged is wrapped by the error of a run whose RunID (and window)
+// an earlier snapshot already holds with other files.
+var ErrRunChanged = errors.New("s3once iceberg: the run id is taken by other files")
+
+// maxCommitRounds bounds the commit loop's rounds against concurrent
+// writers: each round reloads the table and looks for the run again.
+const maxCommitRounds = 20
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$`)
+
+// CheckRunID refuses a run id that cannot name a folder segment: 1 to 128
+// of [A-Za-z0-9._=-], starting with a letter or digit.
+func CheckRunID(runID string) error {
+	if !runIDPattern.MatchString(runID) {
+		return fmt.Errorf("s3once iceberg: run id %q: use 1 to 128 letters, digits, '.', '_', '=' or '-', starting with a letter or digit; keep it stable across reruns of the same input (a date, a batch number), never random or time-based", runID)
+	}
+	return nil
+}
+
+// Table is one Iceberg table that runs append to.
+type Table struct {
+	cat    catalog.Catalog
+	ident  table.Identifier
+	schema *iceberg.Schema
+	// bucket and path are the table location's.
+	bucket, path string
+	location     string
+	// aws is the AWS configuration Open's context carried (WithS3), put
+	// back in Commit's.
+	aws *aws.Config
+	// beforeCommit, when set, runs between staging a round's transaction
+	// and committing it (tests: another writer commits there).
+	beforeCommit func()
+}
+
+// Open loads the table, creating it from the record type's schema
+// (SchemaOf) at location (an s3:// URI; "" lets the catalog choose) if it
+// is missing. The AWS configuration in ctx (WithS3) reaches iceberg-go's
+// S3 file IO, here and in Commit. A table whose schema is not the record type's is refused. A
+// new table gets commit.retry.num-retries=0: the commit loop here is the
+// only one (see Commit), and a table that asks iceberg-go to retry is
+// refused.
+func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, record reflect.Type, location string) (*Table, error) {
+	schema, version, err := SchemaOf(record)
+	if err != nil {
+		return nil, err
+	}
+	name := strings.Join(ident, ".")
+	tbl, err := cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		tbl, err = create(ctx, cat, ident, schema, version, location)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("s3once iceberg: open the table %s: %w", name, err)
+	}
+	if diff := sameSchema(tbl.Schema(), schema); diff != "" {
+		return nil, fmt.Errorf("%w: the table %s does not match the record type %v: %s; write to a table made from this type, or change the type to the table's", ErrSchema, name, record, diff)
+	}
+	if n := tbl.Properties().Get(table.CommitNumRetriesKey, "0"); n != "0" {
+		return nil, fmt.Errorf("s3once iceberg: the table %s sets %s=%s: iceberg-go would replay a failed commit without looking for the run again; set it to 0 (the table stage retries itself)", name, table.CommitNumRetriesKey, n)
+	}
+	t := &Table{cat: cat, ident: ident, schema: schema, location: tbl.Location(), aws: utils.GetAwsConfig(ctx)}
+	if t.bucket, t.path, err = splitS3(tbl.Location()); err != nil {
+		return nil, fmt.Errorf("s3once iceberg: the table %s: %w", name, err)
+	}
+	return t, nil
+}
+
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, schema *iceberg.Schema, version int, location string) (*table.Table, error) {
+	if ns := catalog.NamespaceFromIdent(ident); len(ns) > 0 {
+		exists, err := cat.CheckNamespaceExists(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+				return nil, err
+			}
+		}
+	}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{
+		table.PropertyFormatVersion: strconv.Itoa(version),
+		table.CommitNumRetriesKey:   "0",
+	})}
+	if location != "" {
+		opts = append(opts, catalog.WithLocation(location))
+	}
+	tbl, err := cat.CreateTable(ctx, ident, schema, opts...)
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return cat.LoadTable(ctx, ident) // another writer made it first
+	}
+	return tbl, err
+}
+
+// splitS3 splits an s3:// (or s3a://) location into bucket and path.
+func splitS3(location string) (bucket, path string, err error) {
+	u, err := url.Parse(location)
+	if err != nil || (u.Scheme != "s3" && u.Scheme != "s3a") || u.Host == "" {
+		return "", "", fmt.Errorf("its location %q is not s3://bucket/path: the table stage appends files the sink wrote to S3", location)
+	}
+	return u.Host, strings.Trim(u.Path, "/"), nil
+}
+
+// Location is the table's location.
+func (t *Table) Location() string { return t.location }
+
+// RunFolder returns the bucket and the sink Prefix of a run's data files:
+// <table location>/data/<run id>. Each run writes a folder of its own, so
+// the sink's partition rule refuses a rerun of the same run id with other
+// input before it commits anything, and no run's files mix with
+// another's.
+func (t *Table) RunFolder(runID string) (bucket, prefix string, err error) {
+	if err := CheckRunID(runID); err != nil {
+		return "", "", err
+	}
+	p := "data/" + runID
+	if t.path != "" {
+		p = t.path + "/" + p
+	}
+	return t.bucket, p, nil
+}
+
+// Result is what Commit did.
+type Result struct {
+	// SnapshotID is the snapshot that holds the run's files: the new one,
+	// or the earlier one a rerun found.
+	SnapshotID int64
+	// Added is false when an earlier snapshot already held the run.
+	Added bool
+	// Files is the number of data files in the run.
+	Files int
+	// Rounds is how many rounds the commit loop took (more than one when
+	// other writers committed in between).
+	Rounds int
+}
+
+// Commit appends a run's files (sink.Write's FileResults for one window of
+// the run; duplicates from Beam's retries are merged) to the table as one
+// snapshot, exactly once per run id and window:
+//
+//  1. reload the table and walk the current snapshot's ancestry for a
+//     snapshot whose summary holds the run id and window: if there is one,
+//     add nothing (and refuse, with ErrRunChanged, when its digest of the
+//     file list is not this run's);
+//  2. otherwise append the files in a fresh transaction, with the run id,
+//     the window and the digest as snapshot summary properties;
+//  3. when the catalog refuses the commit because another writer committed
+//     first (table.ErrCommitFailed), go back to 1.
+//
+// iceberg-go's duplicate check (which reads every manifest of the current
+// snapshot) is skipped: step 1 finds a rerun, and the files of a run lie in
+// a folder of its own (RunFolder), so no other run can hold them. Every
+// file must lie in the run's folder.
+//
+// After the commit, a marker beside the run's files
+// (<run folder>/_s3once_table_commit-<window>) records the snapshot, so
+// that `s3once verify`, which links no Iceberg, can name committed files
+// of a run that never reached the table.
+func (t *Table) Commit(ctx context.Context, runID, window string, results []sink.FileResult) (Result, error) {
+	ctx = t.withAWS(ctx)
+	bucket, prefix, err := t.RunFolder(runID)
+	if err != nil {
+		return Result{}, err
+	}
+	files, err := runFiles(bucket, prefix, results)
+	if err != nil {
+		return Result{}, err
+	}
+	digest := filesDigest(files)
+	name := strings.Join(t.ident, ".")
+	backoff := 50 * time.Millisecond
+	for round := 1; ; round++ {
+		tbl, err := t.cat.LoadTable(ctx, t.ident)
+		if err != nil {
+			return Result{}, fmt.Errorf("s3once iceberg: reload the table %s: %w", name, err)
+		}
+		if snap := findRun(tbl, runID, window); snap != nil {
+			if got := snap.Summary.Properties[PropFilesSHA256]; got != digest {
+				return Result{}, fmt.Errorf("%w: snapshot %d of the table %s already appended run %q (window %s) with %s files of digest %s; this run has %d files of digest %s: its input or settings differ. Rerun with the input of that run, or give this run a new run id",
+					ErrRunChanged, snap.SnapshotID, name, runID, window, snap.Summary.Properties[PropFiles], got, len(files), digest)
+			}
+			res := Result{SnapshotID: snap.SnapshotID, Files: len(files), Rounds: round}
+			return res, t.writeMarker(ctx, tbl, runID, window, res, digest)
+		}
+		if len(files) == 0 {
+			return Result{Rounds: round}, nil
+		}
+		dataFiles, err := dataFilesOf(tbl, files)
+		if err != nil {
+			return Result{}, err
+		}
+		txn := tbl.NewTransaction()
+		props := iceberg.Properties{PropRunID: runID, PropWindow: window, PropFiles: strconv.Itoa(len(files)), PropFilesSHA256: digest}
+		if err := txn.AddDataFiles(ctx, dataFiles, props, table.WithoutDuplicateCheck()); err != nil {
+			return Result{}, fmt.Errorf("s3once iceberg: stage run %q's %d files for the table %s: %w", runID, len(files), name, err)
+		}
+		if t.beforeCommit != nil {
+			t.beforeCommit()
+		}
+		committed, err := txn.Commit(ctx)
+		if conflict(err) && round < maxCommitRounds {
+			// Another writer committed first: look for the run again.
+			if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
+				return Result{}, err
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("s3once iceberg: commit run %q's %d files to the table %s (after %d rounds; a rerun with the same run id finds the snapshot if it landed, else appends the files): %w", runID, len(files), name, round, err)
+		}
+		snap := committed.CurrentSnapshot()
+		if snap == nil {
+			return Result{}, fmt.Errorf("s3once iceberg: the table %s has no current snapshot after run %q's commit", name, runID)
+		}
+		res := Result{SnapshotID: snap.SnapshotID, Added: true, Files: len(files), Rounds: round}
+		return res, t.writeMarker(ctx, committed, runID, window, res, digest)
+	}
+}
+
+// conflict reports whether a commit failed because another writer
+// committed first, applying nothing: table.ErrCommitFailed (the REST
+// catalog's 409, the SQL catalog's moved metadata location), or a failed
+// table requirement, which the SQL catalog checks against the table it
+// just loaded, before it writes anything, and returns without a sentinel
+// (iceberg-go v0.7.0: "requirement failed: ...").
+func conflict(err error) bool {
+	return err != nil && (errors.Is(err, table.ErrCommitFailed) || strings.HasPrefix(err.Error(), "requirement failed: "))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// findRun walks the current snapshot's ancestry for the run's snapshot.
+func findRun(tbl *table.Table, runID, window string) *table.Snapshot {
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		return nil
+	}
+	meta := tbl.Metadata()
+	for _, s := range table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID) {
+		if s.Summary != nil && s.Summary.Properties[PropRunID] == runID && s.Summary.Properties[PropWindow] == window {
+			return &s
+		}
+	}
+	return nil
+}
+
+// runFiles merges duplicate results and checks that every file lies in the
+// run's folder.
+func runFiles(bucket, prefix string, results []sink.FileResult) ([]sink.FileResult, error) {
+	byKey := map[string]sink.FileResult{}
+	for _, r := range results {
+		if r.Bucket != bucket || !strings.HasPrefix(r.Key, prefix+"/") {
+			return nil, fmt.Errorf("s3once iceberg: s3://%s/%s is not in the run's folder s3://%s/%s/: write the run with sink.Config Bucket and Prefix from Table.RunFolder", r.Bucket, r.Key, bucket, prefix)
+		}
+		if prev, ok := byKey[r.Key]; ok && (prev.Bytes != r.Bytes || prev.CRC64NVME != r.CRC64NVME || prev.Records != r.Records) {
+			return nil, fmt.Errorf("s3once iceberg: two results for s3://%s/%s disagree (%d and %d bytes): the run's results are not of one run", r.Bucket, r.Key, prev.Bytes, r.Bytes)
+		}
+		byKey[r.Key] = r
+	}
+	files := make([]sink.FileResult, 0, len(byKey))
+	for _, r := range byKey {
+		files = append(files, r)
+	}
+	slices.SortFunc(files, func(a, b sink.FileResult) int { return strings.Compare(a.Key, b.Key) })
+	return files, nil
+}
+
+// filesDigest is the SHA-256 of the run's file list: each file's key,
+// size, CRC64NVME and record count, in key order.
+func filesDigest(files []sink.FileResult) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\t%d\t%016x\t%d\n", f.Key, f.Bytes, f.CRC64NVME, f.Records)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// dataFilesOf describes the files as Iceberg data files, from what the
+// sink reports of each: path, size and record count. (Column metrics are
+// not carried yet; readers then plan without them.)
+func dataFilesOf(tbl *table.Table, files []sink.FileResult) ([]iceberg.DataFile, error) {
+	spec := tbl.Spec()
+	meta := tbl.Metadata()
+	// Format version 3 tracks row lineage: each file's rows take the next
+	// row ids of the table as this round reloaded it.
+	lineage := meta.Version() >= 3
+	nextRowID := meta.NextRowID()
+	out := make([]iceberg.DataFile, 0, len(files))
+	for _, f := range files {
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, "s3://"+f.Bucket+"/"+f.Key, iceberg.ParquetFile, nil, nil, nil, f.Records, f.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("s3once iceberg: describe s3://%s/%s as a data file: %w", f.Bucket, f.Key, err)
+		}
+		if lineage {
+			b = b.FirstRowID(nextRowID)
+			nextRowID += f.Records
+		}
+		out = append(out, b.Build())
+	}
+	return out, nil
+}
+
+// writeMarker records the run's snapshot beside its files, through the
+// table's own file IO. The marker's bytes are a function of the run and
+// its snapshot, so writing it again is harmless.
+func (t *Table) writeMarker(ctx context.Context, tbl *table.Table, runID, window string, res Result, digest string) error {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("s3once iceberg: the table's file IO: %w", err)
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("s3once iceberg: the table's file IO cannot write the commit marker")
+	}
+	bucket, prefix, err := t.RunFolder(runID)
+	if err != nil {
+		return err
+	}
+	body := tablemarker.Encode(tablemarker.Marker{
+		RunID: runID, Window: window, Table: strings.Join(t.ident, "."), SnapshotID: res.SnapshotID,
+		Files: res.Files, FilesSHA256: digest,
+	})
+	key := tablemarker.Key(prefix, window)
+	if err := wfs.WriteFile("s3://"+bucket+"/"+key, body); err != nil {
+		return fmt.Errorf("s3once iceberg: run %q is in snapshot %d of the table, but its commit marker s3://%s/%s could not be written (run again with the same run id to write it): %w", runID, res.SnapshotID, bucket, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package icebergtable appends the files sink.Write commits to an Apache
+// Iceberg table, exactly once per run.
+//
+// It is a stage of its own after sink.Write, never a sink setting, and
+// programs that do not import it do not link Iceberg. A run writes Parquet
+// files with the sink into a folder of its own under the table's location
+// (Table.RunFolder: <table location>/data/<run id>), then Commit appends
+// them to the table as one snapshot whose summary holds the run id: a
+// retry, a rerun or a second writer with the same run id adds nothing, and
+// a run id already holding other files is refused. The table is made from
+// the record type (SchemaOf) if missing; a table of another schema is
+// refused.
+//
+// Catalogs are iceberg-go's: the SQL catalog over SQLite (this package
+// imports the pure-Go driver modernc.org/sqlite, driver name "sqlite") for
+// one machine, REST or Glue for clusters. docs/engines.md, "Writing to an
+// Iceberg table", has a complete program and the timestamp decision.
+package icebergtable
+
+import (
+	// The SQL catalog and its pure-Go SQLite driver, and the S3 file IO.
+	_ "github.com/apache/iceberg-go/catalog/sql"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
+	_ "modernc.org/sqlite"
+)

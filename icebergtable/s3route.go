@@ -1,0 +1,68 @@
+package icebergtable
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/iceberg-go/utils"
+
+	"github.com/s3once/s3once/sink"
+)
+
+// WithS3 returns ctx carrying the AWS configuration of the sink's
+// settings (sink.Config.AWSConfig): iceberg-go's S3 file IO then reaches
+// the bucket with the sink's credentials, region and retry attempts, and
+// sends the sink's request settings (expected bucket owner, SSE-KMS or
+// SSE-C, object settings) with the table's metadata writes too, so a
+// bucket whose policy requires them takes those writes. Pass it to Open;
+// the Table keeps the configuration for Commit. The endpoint and
+// path-style addressing come from the catalog's s3.endpoint property (set
+// it to the sink's Endpoint).
+func WithS3(ctx context.Context, cfg sink.Config) (context.Context, error) {
+	ac, err := cfg.AWSConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("s3once iceberg: the sink's S3 settings: %w", err)
+	}
+	return utils.WithAwsConfig(ctx, &ac), nil
+}
+
+// s3Route is what the table stage takes of the sink's settings on the
+// worker: the connection and the request settings (sink.Config's other
+// fields do not travel with the transform).
+type s3Route struct {
+	Endpoint, Region                           string `json:",omitempty"`
+	AccessKeyID, SecretAccessKey, SessionToken string `json:",omitempty"`
+	MaxAttempts                                int    `json:",omitempty"`
+	ExpectedBucketOwner                        string `json:",omitempty"`
+	Encryption, KMSKeyID                       string `json:",omitempty"`
+	BucketKey                                  bool   `json:",omitempty"`
+	SSECustomerKeyEnv, SSECustomerKeyFile      string `json:",omitempty"`
+}
+
+func routeOf(c sink.Config) s3Route {
+	return s3Route{
+		Endpoint: c.Endpoint, Region: c.Region,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		MaxAttempts: c.MaxAttempts, ExpectedBucketOwner: c.ExpectedBucketOwner,
+		Encryption: c.Encryption, KMSKeyID: c.KMSKeyID, BucketKey: c.BucketKey,
+		SSECustomerKeyEnv: c.SSECustomerKeyEnv, SSECustomerKeyFile: c.SSECustomerKeyFile,
+	}
+}
+
+func (r s3Route) config() sink.Config {
+	return sink.Config{
+		Endpoint: r.Endpoint, Region: r.Region,
+		AccessKeyID: r.AccessKeyID, SecretAccessKey: r.SecretAccessKey, SessionToken: r.SessionToken,
+		MaxAttempts: r.MaxAttempts, ExpectedBucketOwner: r.ExpectedBucketOwner,
+		Encryption: r.Encryption, KMSKeyID: r.KMSKeyID, BucketKey: r.BucketKey,
+		SSECustomerKeyEnv: r.SSECustomerKeyEnv, SSECustomerKeyFile: r.SSECustomerKeyFile,
+	}
+}
+
+// withAWS puts the table's AWS configuration in ctx unless ctx has one.
+func (t *Table) withAWS(ctx context.Context) context.Context {
+	if t.aws == nil || utils.GetAwsConfig(ctx) != nil {
+		return ctx
+	}
+	return utils.WithAwsConfig(ctx, t.aws)
+}
