@@ -12,7 +12,7 @@
 //   - Building on the protocol without Beam: package recoverable (streams
 //     over multipart uploads that survive crashes), package committer
 //     (verified, idempotent commits, clean-up, sweep) and package coder (the
-//     tokens' binary encoding; coder/beamcoder registers it with Beam).
+//     tokens' binary encoding).
 //   - Telling failures apart after a runner turned them into text: package
 //     errcode (stable codes in the messages, one parser).
 //

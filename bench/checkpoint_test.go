@@ -72,13 +72,13 @@ func BenchmarkCheckpointOverhead(b *testing.B) {
 // writePersisting writes size bytes to a new stream, persisting whenever
 // every has passed since the last persist (never when every is 0), then
 // commits it. It returns the tokens and the time spent in Persist.
-func writePersisting(ctx context.Context, w *recoverable.Writer, e *env, key string, size int64, every time.Duration) ([]recoverable.ResumeRecoverable, time.Duration, error) {
+func writePersisting(ctx context.Context, w *recoverable.Writer, e *env, key string, size int64, every time.Duration) ([]recoverable.ResumeToken, time.Duration, error) {
 	s, err := w.Open(ctx, e.bucket, key, recoverable.ObjectOptions{})
 	if err != nil {
 		return nil, 0, err
 	}
 	defer s.Dispose(ctx)
-	var tokens []recoverable.ResumeRecoverable
+	var tokens []recoverable.ResumeToken
 	var spent time.Duration
 	src := NewPattern(size)
 	next := time.Now().Add(every)

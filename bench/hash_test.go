@@ -7,12 +7,12 @@ import (
 	"hash/crc64"
 	"testing"
 
-	"github.com/s3once/s3once/recoverable"
+	"github.com/minio/crc64nvme"
 )
 
 // BenchmarkHash measures, on one 8 MiB part, the per-byte work that an
 // upload does on the client or on the server: the stream's CRC64NVME
-// (recoverable.CRC64, carry-less multiply), the same checksum through the
+// (crc64nvme.Checksum, carry-less multiply), the same checksum through the
 // table-driven hash/crc64 the stream used before, the CRC32 the SDK's uploader sends by default, the SHA-256 the SDK computes to
 // sign a body on a plain-http endpoint (and the server to check it), the MD5
 // a server computes for a part's ETag, and a copy into a part buffer.
@@ -23,7 +23,7 @@ func BenchmarkHash(b *testing.B) {
 		name string
 		fn   func()
 	}{
-		{"crc64nvme", func() { recoverable.CRC64(part) }},
+		{"crc64nvme", func() { crc64nvme.Checksum(part) }},
 		{"crc64nvme-stdlib", func() { crc64.Checksum(part, nvmeTable) }},
 		{"crc32", func() { crc32.ChecksumIEEE(part) }},
 		{"sha256", func() { sha256.Sum256(part) }},

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -126,7 +127,7 @@ func (e *env) deletePrefix(b *testing.B, prefix string) {
 	}
 	for _, u := range ups.Uploads {
 		_, err := e.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(e.bucket), Key: u.Key, UploadId: u.UploadId})
-		if err != nil && !recoverable.IsNoSuchUpload(err) {
+		if err != nil && !s3call.IsNoSuchUpload(err) {
 			b.Fatalf("abort %s: %v", aws.ToString(u.Key), err)
 		}
 	}

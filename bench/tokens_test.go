@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkPersist(b *testing.B) {
 				if got.Parts.Count != parts || got.Tail.Len != tail {
 					b.Fatalf("token holds %d parts and a %d-byte tail, want %d and %d", got.Parts.Count, got.Tail.Len, parts, tail)
 				}
-				enc, err := coder.EncodeResume(got)
+				enc, err := coder.EncodeResumeToken(got)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -139,7 +140,7 @@ func BenchmarkRecover(b *testing.B) {
 // simulatedUpload creates a real multipart upload at key and returns a token
 // that says parts parts of partSize bytes were uploaded to it, with a client
 // whose ListParts lists those parts.
-func simulatedUpload(b *testing.B, e *env, key string, parts int) (recoverable.ResumeRecoverable, *countingClient) {
+func simulatedUpload(b *testing.B, e *env, key string, parts int) (recoverable.ResumeToken, *countingClient) {
 	b.Helper()
 	out, err := e.client.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(e.bucket), Key: aws.String(key),
@@ -157,7 +158,7 @@ func simulatedUpload(b *testing.B, e *env, key string, parts int) (recoverable.R
 			CRC:    uint64(i+1) * 0xbf58476d1ce4e5b9,
 		}
 	}
-	rr := recoverable.ResumeRecoverable{
+	rr := recoverable.ResumeToken{
 		Bucket: e.bucket, Key: key, UploadID: aws.ToString(out.UploadId),
 		PartSize: partSize, StagingPrefix: recoverable.DefaultStagingPrefix, Seq: 1,
 		Parts: recoverable.Chain(list),
@@ -209,7 +210,7 @@ func (c *countingClient) ListParts(ctx context.Context, in *s3.ListPartsInput, o
 	for _, p := range c.parts[from:to] {
 		out.Parts = append(out.Parts, types.Part{
 			PartNumber: aws.Int32(p.Number), Size: aws.Int64(p.Size), ETag: aws.String(p.ETag),
-			ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(p.CRC)),
+			ChecksumCRC64NVME: aws.String(s3call.EncodeCRC(p.CRC)),
 		})
 	}
 	return out, nil

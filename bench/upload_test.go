@@ -14,8 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/crc64nvme"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -133,7 +135,7 @@ func newUploadBench(b *testing.B) *uploadBench {
 	// The timed calls alone count in complete-ms and list-ms.
 	c.completeNs.Store(0)
 	c.listNs.Store(0)
-	u.partCRC = recoverable.CRC64(u.bufs[0]) // every part holds the same bytes
+	u.partCRC = crc64nvme.Checksum(u.bufs[0]) // every part holds the same bytes
 	return u
 }
 
@@ -249,7 +251,7 @@ func (u *uploadBench) copyCeiling(ctx context.Context, key string, size int64) e
 			for len(p) > 0 {
 				k := min(len(p), 64<<10)
 				buf = append(buf, p[:k]...)
-				crc = recoverable.UpdateCRC64(crc, p[:k])
+				crc = crc64nvme.Update(crc, p[:k])
 				p = p[k:]
 			}
 		}
@@ -289,7 +291,7 @@ func (u *uploadBench) create(ctx context.Context, side, key string, size int64) 
 // uploadPart sends buf, whose CRC64NVME is crc, as part num of a ceiling's
 // upload, the way the stream sends a part.
 func (u *uploadBench) uploadPart(ctx context.Context, key, upload string, num int, buf []byte, crc uint64) (types.CompletedPart, error) {
-	sum := aws.String(recoverable.EncodeCRC(crc))
+	sum := aws.String(s3call.EncodeCRC(crc))
 	p, err := u.client.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: aws.String(u.env.bucket), Key: aws.String(key), UploadId: aws.String(upload), PartNumber: aws.Int32(int32(num)),
 		Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
@@ -307,7 +309,7 @@ func (u *uploadBench) complete(ctx context.Context, key, upload string, parts []
 	_, err := u.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: aws.String(u.env.bucket), Key: aws.String(key), UploadId: aws.String(upload),
 		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(crc)),
+		ChecksumCRC64NVME: aws.String(s3call.EncodeCRC(crc)),
 		ChecksumType:      types.ChecksumTypeFullObject,
 		MpuObjectSize:     aws.Int64(size),
 		IfNoneMatch:       aws.String("*"),

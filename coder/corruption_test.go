@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/recoverable"
 )
 
 // decoders maps a golden file's kind to its decoder, reduced to its error.
 var decoders = map[string]func([]byte) error{
-	"resume": func(b []byte) error { _, err := DecodeResume(b); return err },
-	"commit": func(b []byte) error { _, err := DecodeCommit(b); return err },
+	"resume": func(b []byte) error { _, err := DecodeResumeToken(b); return err },
+	"commit": func(b []byte) error { _, err := DecodeCommitToken(b); return err },
 }
 
 type goldenFile struct {
@@ -79,13 +80,13 @@ func TestEveryTruncationIsRefused(t *testing.T) {
 func TestWrongKindIsBadMagic(t *testing.T) {
 	resume := loadGolden(t, goldenPath("resume", "inline"))
 	commit := loadGolden(t, goldenPath("commit", "three_parts"))
-	_, err := DecodeResume(commit)
+	_, err := DecodeResumeToken(commit)
 	wantRefusal(t, err, ErrBadMagic)
-	_, err = DecodeCommit(resume)
+	_, err = DecodeCommitToken(resume)
 	wantRefusal(t, err, ErrBadMagic)
-	_, err = DecodeCommit([]byte(`{"Bucket":"b"}`))
+	_, err = DecodeCommitToken([]byte(`{"Bucket":"b"}`))
 	wantRefusal(t, err, ErrBadMagic)
-	_, err = DecodeCommit(nil)
+	_, err = DecodeCommitToken(nil)
 	wantRefusal(t, err, ErrTruncated)
 }
 
@@ -96,13 +97,13 @@ func TestFrameErrors(t *testing.T) {
 		binary.BigEndian.PutUint32(b[5:9], n)
 		return b
 	}
-	_, err := DecodeCommit(setLen(MaxPayload + 1))
+	_, err := DecodeCommitToken(setLen(frame.MaxPayload + 1))
 	wantRefusal(t, err, ErrTooLarge)
-	_, err = DecodeCommit(setLen(^uint32(0)))
+	_, err = DecodeCommitToken(setLen(^uint32(0)))
 	wantRefusal(t, err, ErrTooLarge)
-	_, err = DecodeCommit(setLen(uint32(len(golden)))) // longer than the input
+	_, err = DecodeCommitToken(setLen(uint32(len(golden)))) // longer than the input
 	wantRefusal(t, err, ErrTruncated)
-	_, err = DecodeCommit(setLen(3)) // shorter: the checksum is read from the wrong place
+	_, err = DecodeCommitToken(setLen(3)) // shorter: the checksum is read from the wrong place
 	wantRefusal(t, err, ErrChecksum)
 }
 
@@ -159,11 +160,11 @@ func TestPayloadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := Frame(resumeMagic, 1, tt.payload)
+			b, err := frameOf(resumeFraming, 1, tt.payload)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeResume(b)
+			_, err = DecodeResumeToken(b)
 			if tt.kind == nil {
 				if err != nil {
 					t.Fatalf("got %v, want success", err)
@@ -189,11 +190,11 @@ func TestCommitPayloadErrors(t *testing.T) {
 		{"too many bytes", head().parts(1, recoverable.MaxPartSize+1), ErrMalformed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := Frame(commitMagic, 1, tt.payload)
+			b, err := frameOf(commitFraming, 1, tt.payload)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeCommit(b)
+			_, err = DecodeCommitToken(b)
 			if tt.kind == nil {
 				if err != nil {
 					t.Fatalf("got %v, want success", err)

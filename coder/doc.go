@@ -1,7 +1,7 @@
 // Package coder turns the recoverable package's tokens into versioned,
-// self-checking bytes and back. It links no Beam package: the subpackage
-// coder/beamcoder registers these encodings as Beam coders, so that a runner
-// keeps tokens in its checkpoints in this format, and package sink imports it.
+// self-checking bytes and back. It links no Beam package: the sink encodes a
+// token with it before the token enters a checkpoint (inside the writer's
+// restriction) or an element, so a runner only ever holds these bytes.
 //
 // A token written by any released version of this package must decode, in every
 // later version, to exactly the value it was written from: a checkpoint may be
@@ -9,7 +9,7 @@
 // byte layout; testdata/ holds golden bytes of every version, which the tests
 // decode and re-encode, so any change to the encoding fails loudly.
 //
-// Every encoding is framed the same way (see Frame): a four-byte magic that
+// Every encoding is framed the same way (FORMAT.md): a four-byte magic that
 // names the kind of value, a version byte, the payload's length, the payload, and
 // a CRC-32C over all of it. A damaged or cut-off checkpoint therefore gives an
 // error instead of a token that resumes at the wrong offset.

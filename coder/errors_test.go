@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -38,4 +39,13 @@ func wantRefusal(t testing.TB, err, kind error) {
 	if got := refusalKind(t, err); got != kind {
 		t.Fatalf("error %q is %q, want %q", err, got, kind)
 	}
+}
+
+// frameOf frames payload p as version v of f.
+func frameOf(f frame.Framing, v byte, p []byte) ([]byte, error) {
+	b, err := f.Begin(v, len(p))
+	if err != nil {
+		return nil, err
+	}
+	return f.End(append(b, p...))
 }

@@ -31,17 +31,17 @@ func digest(s string) [32]byte {
 
 type resumeCase struct {
 	name  string // testdata/resume_v1_<name>.bin
-	token recoverable.ResumeRecoverable
+	token recoverable.ResumeToken
 }
 
 type commitCase struct {
 	name  string // testdata/commit_v1_<name>.bin
-	token recoverable.CommitRecoverable
+	token recoverable.CommitToken
 }
 
 func resumeCases() []resumeCase {
 	return []resumeCase{
-		{"side_object", recoverable.ResumeRecoverable{
+		{"side_object", recoverable.ResumeToken{
 			Bucket:        fixtureBucket,
 			Key:           fixtureKey,
 			UploadID:      fixtureUploadID,
@@ -60,7 +60,7 @@ func resumeCases() []resumeCase {
 				Object: ".s3once/staging/2%7EhQ7xK3mZpV9dLr0sWb4TnYcE1fGuJiA.vT6oNq8yRk/00000000000000000004",
 			},
 		}},
-		{"inline", recoverable.ResumeRecoverable{
+		{"inline", recoverable.ResumeToken{
 			Bucket:        fixtureBucket,
 			Key:           fixtureKey,
 			UploadID:      fixtureUploadID,
@@ -79,7 +79,7 @@ func resumeCases() []resumeCase {
 				Inline: []byte("tail bytes that ride inline\n"),
 			},
 		}},
-		{"empty_tail", recoverable.ResumeRecoverable{
+		{"empty_tail", recoverable.ResumeToken{
 			Bucket:        fixtureBucket,
 			Key:           fixtureKey,
 			UploadID:      fixtureUploadID,
@@ -94,7 +94,7 @@ func resumeCases() []resumeCase {
 			},
 		}},
 		// A persist before the first part, with every optional field empty.
-		{"zero_parts", recoverable.ResumeRecoverable{
+		{"zero_parts", recoverable.ResumeToken{
 			Bucket:   "b0",
 			Key:      "k",
 			UploadID: "u",
@@ -106,7 +106,7 @@ func resumeCases() []resumeCase {
 
 func commitCases() []commitCase {
 	return []commitCase{
-		{"three_parts", recoverable.CommitRecoverable{
+		{"three_parts", recoverable.CommitToken{
 			Bucket:        fixtureBucket,
 			Key:           fixtureKey,
 			UploadID:      fixtureUploadID,
@@ -118,7 +118,7 @@ func commitCases() []commitCase {
 				CRC:    0x9c4cb34a86f9ef56,
 			},
 		}},
-		{"zero_parts", recoverable.CommitRecoverable{
+		{"zero_parts", recoverable.CommitToken{
 			Bucket:   "b0",
 			Key:      "k",
 			UploadID: "u",
@@ -128,8 +128,8 @@ func commitCases() []commitCase {
 
 // largestResume has every field at its bound: the largest token the format
 // allows.
-func largestResume() recoverable.ResumeRecoverable {
-	return recoverable.ResumeRecoverable{
+func largestResume() recoverable.ResumeToken {
+	return recoverable.ResumeToken{
 		Bucket:        strings.Repeat("b", MaxBucketLen),
 		Key:           strings.Repeat("k", MaxKeyLen),
 		UploadID:      strings.Repeat("u", MaxUploadIDLen),

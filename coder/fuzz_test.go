@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/s3once/s3once/internal/frame"
 )
 
 // addGoldenSeeds adds every golden file of a kind to the corpus, whole and as a
@@ -18,38 +20,38 @@ func addGoldenSeeds(f *testing.F, kind string) {
 	for _, p := range paths {
 		b := loadGolden(f, p)
 		f.Add(b)
-		f.Add(b[headerLen : len(b)-trailerLen])
+		f.Add(b[frame.HeaderLen : len(b)-frame.TrailerLen])
 	}
 	f.Add([]byte{})
 }
 
-// FuzzDecodeResume: whatever DecodeResume accepts re-encodes to the very same
+// FuzzDecodeResume: whatever DecodeResumeToken accepts re-encodes to the very same
 // bytes (the encoding is canonical) and decodes to an equal token; whatever it
 // refuses is refused with exactly one typed error; nothing panics.
 func FuzzDecodeResume(f *testing.F) {
 	addGoldenSeeds(f, "resume")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkResumeBytes(t, b)
-		if framed, err := Frame(resumeMagic, resumeVersion, b); err == nil {
+		if framed, err := frameOf(resumeFraming, resumeVersion, b); err == nil {
 			checkResumeBytes(t, framed)
 		}
 	})
 }
 
 func checkResumeBytes(t *testing.T, b []byte) {
-	r, err := DecodeResume(b)
+	r, err := DecodeResumeToken(b)
 	if err != nil {
 		refusalKind(t, err)
 		return
 	}
-	enc, err := EncodeResume(r)
+	enc, err := EncodeResumeToken(r)
 	if err != nil {
 		t.Fatalf("a decoded token does not encode: %v", err)
 	}
 	if !bytes.Equal(enc, b) {
 		t.Fatalf("re-encoding gave other bytes:\nin  %x\nout %x", b, enc)
 	}
-	again, err := DecodeResume(enc)
+	again, err := DecodeResumeToken(enc)
 	if err != nil || !reflect.DeepEqual(again, r) {
 		t.Fatalf("re-encoded token decodes to %+v, %v; want %+v", again, err, r)
 	}
@@ -60,33 +62,33 @@ func FuzzDecodeCommit(f *testing.F) {
 	addGoldenSeeds(f, "commit")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkCommitBytes(t, b)
-		if framed, err := Frame(commitMagic, commitVersion, b); err == nil {
+		if framed, err := frameOf(commitFraming, commitVersion, b); err == nil {
 			checkCommitBytes(t, framed)
 		}
 	})
 }
 
 func checkCommitBytes(t *testing.T, b []byte) {
-	c, err := DecodeCommit(b)
+	c, err := DecodeCommitToken(b)
 	if err != nil {
 		refusalKind(t, err)
 		return
 	}
-	enc, err := EncodeCommit(c)
+	enc, err := EncodeCommitToken(c)
 	if err != nil {
 		t.Fatalf("a decoded token does not encode: %v", err)
 	}
 	if !bytes.Equal(enc, b) {
 		t.Fatalf("re-encoding gave other bytes:\nin  %x\nout %x", b, enc)
 	}
-	again, err := DecodeCommit(enc)
+	again, err := DecodeCommitToken(enc)
 	if err != nil || !reflect.DeepEqual(again, c) {
 		t.Fatalf("re-encoded token decodes to %+v, %v; want %+v", again, err, c)
 	}
 }
 
-// FuzzUnframe: a frame Unframe accepts is rebuilt byte for byte by Frame from
-// what Unframe returned, and any payload framed by Frame comes back unchanged.
+// FuzzUnframe: a frame Unframe accepts is rebuilt byte for byte from what
+// Unframe returned, and any payload framed comes back unchanged.
 func FuzzUnframe(f *testing.F) {
 	for _, kind := range []string{"resume", "commit"} {
 		paths, _ := filepath.Glob(filepath.Join("testdata", kind+"_v*.bin"))
@@ -96,14 +98,14 @@ func FuzzUnframe(f *testing.F) {
 	}
 	f.Add([]byte{}, byte(0))
 	f.Fuzz(func(t *testing.T, b []byte, maxVersion byte) {
-		v, p, err := Unframe(resumeMagic, maxVersion, b)
+		v, p, err := resumeFraming.Unframe(maxVersion, b)
 		if err != nil {
 			refusalKind(t, err)
 		} else {
 			if v < 1 || v > maxVersion {
 				t.Fatalf("accepted version %d, outside 1..%d", v, maxVersion)
 			}
-			again, err := Frame(resumeMagic, v, p)
+			again, err := frameOf(resumeFraming, v, p)
 			if err != nil || !bytes.Equal(again, b) {
 				t.Fatalf("Frame(Unframe(b)) = %x, %v; want %x", again, err, b)
 			}
@@ -111,11 +113,11 @@ func FuzzUnframe(f *testing.F) {
 		if maxVersion == 0 {
 			return
 		}
-		framed, err := Frame(resumeMagic, maxVersion, b)
+		framed, err := frameOf(resumeFraming, maxVersion, b)
 		if err != nil {
 			t.Fatalf("Frame: %v", err)
 		}
-		v, p, err = Unframe(resumeMagic, maxVersion, framed)
+		v, p, err = resumeFraming.Unframe(maxVersion, framed)
 		if err != nil || v != maxVersion || !bytes.Equal(p, b) {
 			t.Fatalf("Unframe(Frame(b)) = %d, %x, %v; want %d, %x", v, p, err, maxVersion, b)
 		}

@@ -47,14 +47,14 @@ func loadGolden(t testing.TB, path string) []byte {
 func TestGoldenResume(t *testing.T) {
 	for _, c := range resumeCases() {
 		t.Run(c.name, func(t *testing.T) {
-			enc, err := EncodeResume(c.token)
+			enc, err := EncodeResumeToken(c.token)
 			if err != nil {
-				t.Fatalf("EncodeResume: %v", err)
+				t.Fatalf("EncodeResumeToken: %v", err)
 			}
 			golden := readGolden(t, goldenPath("resume", c.name), enc)
-			got, err := DecodeResume(golden)
+			got, err := DecodeResumeToken(golden)
 			if err != nil {
-				t.Fatalf("DecodeResume(golden): %v", err)
+				t.Fatalf("DecodeResumeToken(golden): %v", err)
 			}
 			if !reflect.DeepEqual(got, c.token) {
 				t.Errorf("golden decodes to\n%+v\nwant\n%+v", got, c.token)
@@ -69,14 +69,14 @@ func TestGoldenResume(t *testing.T) {
 func TestGoldenCommit(t *testing.T) {
 	for _, c := range commitCases() {
 		t.Run(c.name, func(t *testing.T) {
-			enc, err := EncodeCommit(c.token)
+			enc, err := EncodeCommitToken(c.token)
 			if err != nil {
-				t.Fatalf("EncodeCommit: %v", err)
+				t.Fatalf("EncodeCommitToken: %v", err)
 			}
 			golden := readGolden(t, goldenPath("commit", c.name), enc)
-			got, err := DecodeCommit(golden)
+			got, err := DecodeCommitToken(golden)
 			if err != nil {
-				t.Fatalf("DecodeCommit(golden): %v", err)
+				t.Fatalf("DecodeCommitToken(golden): %v", err)
 			}
 			if !reflect.DeepEqual(got, c.token) {
 				t.Errorf("golden decodes to\n%+v\nwant\n%+v", got, c.token)
@@ -128,26 +128,26 @@ func TestCommitLayoutByHand(t *testing.T) {
 	b = append(b, p...)
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 
-	want := recoverable.CommitRecoverable{
+	want := recoverable.CommitToken{
 		Bucket: "bkt", Key: "a/b.txt", UploadID: "upload-1", StagingPrefix: ".stage/",
 		Parts: recoverable.PartList{Count: 10000, Bytes: 12345, CRC: 0x0123456789abcdef},
 	}
 	for i := range want.Parts.Digest {
 		want.Parts.Digest[i] = byte(i)
 	}
-	got, err := DecodeCommit(b)
+	got, err := DecodeCommitToken(b)
 	if err != nil {
-		t.Fatalf("DecodeCommit: %v", err)
+		t.Fatalf("DecodeCommitToken: %v", err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	enc, err := EncodeCommit(want)
+	enc, err := EncodeCommitToken(want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(enc, b) {
-		t.Errorf("EncodeCommit:\ngot  %x\nwant %x", enc, b)
+		t.Errorf("EncodeCommitToken:\ngot  %x\nwant %x", enc, b)
 	}
 }
 
@@ -163,8 +163,8 @@ func TestFutureVersion(t *testing.T) {
 	resume := loadGolden(t, goldenPath("resume", "side_object"))
 	commit := loadGolden(t, goldenPath("commit", "three_parts"))
 	for _, v := range []byte{2, 255, 0} {
-		_, errR := DecodeResume(withVersion(resume, v))
-		_, errC := DecodeCommit(withVersion(commit, v))
+		_, errR := DecodeResumeToken(withVersion(resume, v))
+		_, errC := DecodeCommitToken(withVersion(commit, v))
 		for _, err := range []error{errR, errC} {
 			if !errors.Is(err, ErrVersion) || !errors.Is(err, recoverable.ErrInvalidToken) {
 				t.Fatalf("version %d: got %v, want ErrVersion and ErrInvalidToken", v, err)

@@ -9,9 +9,9 @@ import (
 
 // rawResume lays out a version-1 resume token with a side-object tail without
 // any of the encoder's checks: what a damaged or tampered checkpoint may hold.
-func rawResume(t *testing.T, r recoverable.ResumeRecoverable) []byte {
+func rawResume(t *testing.T, r recoverable.ResumeToken) []byte {
 	t.Helper()
-	b, err := beginFrame(resumeMagic, 1, 256)
+	b, err := resumeFraming.Begin(1, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func rawResume(t *testing.T, r recoverable.ResumeRecoverable) []byte {
 	b = appendU64(b, uint64(r.Tail.Len))
 	b = appendU64(b, r.Tail.CRC)
 	b = appendString(b, r.Tail.Object)
-	out, err := endFrame(b)
+	out, err := resumeFraming.End(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,30 +39,30 @@ func rawResume(t *testing.T, r recoverable.ResumeRecoverable) []byte {
 // it). The genuine token, laid out the same way, decodes to itself.
 func TestDecodeRefusesForeignTailObject(t *testing.T) {
 	base := resumeCases()[0].token
-	if got, err := DecodeResume(rawResume(t, base)); err != nil || got.Tail.Object != base.Tail.Object {
+	if got, err := DecodeResumeToken(rawResume(t, base)); err != nil || got.Tail.Object != base.Tail.Object {
 		t.Fatalf("the genuine token: %v", err)
 	}
-	for name, change := range map[string]func(*recoverable.ResumeRecoverable){
-		"a table of the warehouse": func(r *recoverable.ResumeRecoverable) { r.Tail.Object = "warehouse/orders.parquet" },
-		"prefix moved along": func(r *recoverable.ResumeRecoverable) {
+	for name, change := range map[string]func(*recoverable.ResumeToken){
+		"a table of the warehouse": func(r *recoverable.ResumeToken) { r.Tail.Object = "warehouse/orders.parquet" },
+		"prefix moved along": func(r *recoverable.ResumeToken) {
 			r.StagingPrefix, r.Tail.Object = "warehouse/", "warehouse/orders.parquet"
 		},
-		"under reports/2024": func(r *recoverable.ResumeRecoverable) {
+		"under reports/2024": func(r *recoverable.ResumeToken) {
 			r.StagingPrefix, r.UploadID, r.Tail.Object = "reports", "2024", "reports/2024/q1.csv"
 		},
-		"a step up the path": func(r *recoverable.ResumeRecoverable) {
+		"a step up the path": func(r *recoverable.ResumeToken) {
 			r.Tail.Object = recoverable.SideObjectPrefix(r.StagingPrefix, r.UploadID) + "../../orders.parquet"
 		},
-		"another upload's": func(r *recoverable.ResumeRecoverable) {
+		"another upload's": func(r *recoverable.ResumeToken) {
 			r.Tail.Object = recoverable.SideObjectKey(r.StagingPrefix, "other", r.Seq, "")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := base
 			change(&r)
-			_, err := DecodeResume(rawResume(t, r))
+			_, err := DecodeResumeToken(rawResume(t, r))
 			if !errors.Is(err, recoverable.ErrInvalidToken) || !errors.Is(err, ErrMalformed) {
-				t.Fatalf("DecodeResume = %v, want ErrInvalidToken and ErrMalformed", err)
+				t.Fatalf("DecodeResumeToken = %v, want ErrInvalidToken and ErrMalformed", err)
 			}
 			if err := r.Validate(); !errors.Is(err, recoverable.ErrInvalidToken) {
 				t.Fatalf("Validate = %v, want ErrInvalidToken", err)

@@ -1,18 +1,24 @@
 package coder
 
 import (
+	"bytes"
+
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/recoverable"
 )
 
 const (
 	resumeKind = "resume token"
-	// resumeVersion is the version EncodeResume writes and the newest one
-	// DecodeResume reads.
+	// resumeVersion is the version EncodeResumeToken writes and the newest one
+	// DecodeResumeToken reads.
 	resumeVersion byte = 1
 )
 
-var resumeMagic = [4]byte{'S', '3', 'O', 'R'}
+var (
+	resumeMagic   = [4]byte{'S', '3', 'O', 'R'}
+	resumeFraming = frame.Framing{Magic: resumeMagic, Kind: resumeKind}
+)
 
 // How a resume token's tail is stored: the tag that precedes its fields.
 const (
@@ -21,20 +27,20 @@ const (
 	tailObject byte = 2 // the bytes are in a side object
 )
 
-// EncodeResume returns the encoding of r in the newest version. Equal tokens
+// EncodeResumeToken returns the encoding of r in the newest version. Equal tokens
 // give equal bytes.
 //
 // A tail whose Inline is empty but not nil is encoded as no inline tail; every
-// other field round-trips exactly through DecodeResume. EncodeResume refuses,
+// other field round-trips exactly through DecodeResumeToken. EncodeResumeToken refuses,
 // with an error matching recoverable.ErrInvalidToken and ErrTooLarge or
 // ErrMalformed, a token that exceeds the format's bounds or that no stream can
-// make (see FORMAT.md): what it writes, DecodeResume can read.
-func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
+// make (see FORMAT.md): what it writes, DecodeResumeToken can read.
+func EncodeResumeToken(r recoverable.ResumeToken) ([]byte, error) {
 	if err := checkResume(r); err != nil {
 		return nil, err
 	}
 	hint := 128 + len(r.Bucket) + len(r.Key) + len(r.UploadID) + len(r.StagingPrefix) + len(r.Tail.Object) + len(r.Tail.Inline)
-	b, err := beginFrame(resumeMagic, resumeVersion, hint)
+	b, err := resumeFraming.Begin(resumeVersion, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -58,23 +64,23 @@ func EncodeResume(r recoverable.ResumeRecoverable) ([]byte, error) {
 	default:
 		b = append(b, tailEmpty)
 	}
-	return endFrame(b)
+	return resumeFraming.End(b)
 }
 
-// DecodeResume decodes a resume token written by EncodeResume of this or any
+// DecodeResumeToken decodes a resume token written by EncodeResumeToken of this or any
 // earlier release. The result does not alias b; its Tail.Inline is nil unless
 // the tail is inline.
 //
 // Any other input gives an error matching recoverable.ErrInvalidToken and one
 // of ErrBadMagic, ErrVersion (a *VersionError), ErrTruncated, ErrChecksum,
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
-// EncodeResume makes.
-func DecodeResume(b []byte) (recoverable.ResumeRecoverable, error) {
-	version, payload, err := unframe(resumeKind, resumeMagic, resumeVersion, b)
+// EncodeResumeToken makes.
+func DecodeResumeToken(b []byte) (recoverable.ResumeToken, error) {
+	version, payload, err := resumeFraming.Unframe(resumeVersion, b)
 	if err != nil {
-		return recoverable.ResumeRecoverable{}, err
+		return recoverable.ResumeToken{}, err
 	}
-	var r recoverable.ResumeRecoverable
+	var r recoverable.ResumeToken
 	switch version {
 	case 1:
 		r, err = decodeResumeV1(payload)
@@ -85,40 +91,40 @@ func DecodeResume(b []byte) (recoverable.ResumeRecoverable, error) {
 		err = checkResume(r)
 	}
 	if err != nil {
-		return recoverable.ResumeRecoverable{}, err
+		return recoverable.ResumeToken{}, err
 	}
 	return r, nil
 }
 
-func decodeResumeV1(payload []byte) (recoverable.ResumeRecoverable, error) {
-	d := reader{kind: resumeKind, b: payload}
-	var r recoverable.ResumeRecoverable
-	r.Bucket = d.str("Bucket", 1, MaxBucketLen)
-	r.Key = d.str("Key", 1, MaxKeyLen)
-	r.UploadID = d.str("UploadID", 1, MaxUploadIDLen)
-	r.StagingPrefix = d.str("StagingPrefix", 0, MaxKeyLen)
-	r.PartSize = d.i64("PartSize")
-	r.Seq = d.u64("Seq")
-	r.Parts = d.partList("Parts")
-	switch tag := d.u8("tail tag"); tag {
+func decodeResumeV1(payload []byte) (recoverable.ResumeToken, error) {
+	d := frame.NewReader(resumeKind, payload)
+	var r recoverable.ResumeToken
+	r.Bucket = d.String("Bucket", 1, MaxBucketLen)
+	r.Key = d.String("Key", 1, MaxKeyLen)
+	r.UploadID = d.String("UploadID", 1, MaxUploadIDLen)
+	r.StagingPrefix = d.String("StagingPrefix", 0, MaxKeyLen)
+	r.PartSize = d.I64("PartSize")
+	r.Seq = d.U64("Seq")
+	r.Parts = readPartList(d, "Parts")
+	switch tag := d.U8("tail tag"); tag {
 	case tailEmpty:
 	case tailInline:
-		r.Tail.Inline = d.bytes("Tail.Inline", 1, MaxInlineTail)
+		r.Tail.Inline = bytes.Clone(d.Bytes("Tail.Inline", 1, MaxInlineTail))
 		r.Tail.Len = int64(len(r.Tail.Inline))
-		r.Tail.CRC = d.u64("Tail.CRC")
+		r.Tail.CRC = d.U64("Tail.CRC")
 	case tailObject:
-		r.Tail.Len = d.i64("Tail.Len")
-		r.Tail.CRC = d.u64("Tail.CRC")
-		r.Tail.Object = d.str("Tail.Object", 1, MaxKeyLen)
+		r.Tail.Len = d.I64("Tail.Len")
+		r.Tail.CRC = d.U64("Tail.CRC")
+		r.Tail.Object = d.String("Tail.Object", 1, MaxKeyLen)
 	default:
-		d.fail(invalid(ErrMalformed, "%s tail tag %d is unknown", resumeKind, tag))
+		d.Fail(invalid(ErrMalformed, "%s tail tag %d is unknown", resumeKind, tag))
 	}
-	return r, d.finish()
+	return r, d.Finish()
 }
 
 // checkResume checks the bounds of the format and the invariants every token a
 // stream makes satisfies.
-func checkResume(r recoverable.ResumeRecoverable) error {
+func checkResume(r recoverable.ResumeToken) error {
 	const kind = resumeKind
 	if err := checkObjectID(kind, r.Bucket, r.Key, r.UploadID, r.StagingPrefix); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 
 // sizedResume is a resume token of a stream that has uploaded n parts of 8 MiB
 // and keeps its tail in a side object: the usual shape, with realistic names.
-func sizedResume(n int) recoverable.ResumeRecoverable {
+func sizedResume(n int) recoverable.ResumeToken {
 	parts := make([]recoverable.Part, n)
 	for i := range parts {
 		parts[i] = recoverable.Part{
@@ -20,7 +20,7 @@ func sizedResume(n int) recoverable.ResumeRecoverable {
 		}
 	}
 	const prefix, upload = recoverable.DefaultStagingPrefix, "2~hQ7xK3mZpV9dLr0sWb4TnYcE1fGuJiA.vT6oNq8yRk"
-	return recoverable.ResumeRecoverable{
+	return recoverable.ResumeToken{
 		Bucket:        "s3once-out",
 		Key:           "events/dt=2026-11-29/shard-00003-of-00016/part-00000.jsonl",
 		UploadID:      upload,
@@ -42,11 +42,11 @@ func TestTokenSizeIsConstant(t *testing.T) {
 	var sizes []int
 	for _, n := range []int{1, recoverable.MaxS3Parts} {
 		r := sizedResume(n)
-		enc, err := EncodeResume(r)
+		enc, err := EncodeResumeToken(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := EncodeCommit(recoverable.CommitRecoverable{
+		c, err := EncodeCommitToken(recoverable.CommitToken{
 			Bucket: r.Bucket, Key: r.Key, UploadID: r.UploadID, StagingPrefix: r.StagingPrefix, Parts: r.Parts,
 		})
 		if err != nil {
@@ -72,7 +72,7 @@ func BenchmarkTokenSize(b *testing.B) {
 			var size int
 			b.ReportAllocs()
 			for b.Loop() {
-				enc, err := EncodeResume(r)
+				enc, err := EncodeResumeToken(r)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -85,14 +85,14 @@ func BenchmarkTokenSize(b *testing.B) {
 
 // BenchmarkDecodeResume measures decoding the token of a 10,000-part stream.
 func BenchmarkDecodeResume(b *testing.B) {
-	enc, err := EncodeResume(sizedResume(recoverable.MaxS3Parts))
+	enc, err := EncodeResumeToken(sizedResume(recoverable.MaxS3Parts))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(enc)))
 	for b.Loop() {
-		if _, err := DecodeResume(enc); err != nil {
+		if _, err := DecodeResumeToken(enc); err != nil {
 			b.Fatal(err)
 		}
 	}

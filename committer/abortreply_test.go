@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -21,7 +22,7 @@ type abortAlwaysOK struct {
 func (a *abortAlwaysOK) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
 	a.aborts.Add(1)
 	out, err := a.S3.AbortMultipartUpload(ctx, in, opts...)
-	if recoverable.IsNoSuchUpload(err) {
+	if s3call.IsNoSuchUpload(err) {
 		return &s3.AbortMultipartUploadOutput{}, nil
 	}
 	return out, err
@@ -48,7 +49,7 @@ func TestUploadAbortedOnlyWhenOpen(t *testing.T) {
 			if res, err := c.Commit(ctx, cr); err != nil || !res.Created {
 				t.Fatalf("first commit: %+v %v", res, err)
 			}
-			for name, commit := range map[string]func(context.Context, recoverable.CommitRecoverable) (committer.Result, error){
+			for name, commit := range map[string]func(context.Context, recoverable.CommitToken) (committer.Result, error){
 				"Commit": c.Commit, "CommitAfterRecovery": c.CommitAfterRecovery,
 			} {
 				before := client.aborts.Load()

@@ -15,7 +15,7 @@ import (
 // wrapping recoverable.ErrForeignStaging and nothing is deleted: its side
 // objects (of tokens taken before a change of StagingPrefix, say) are left
 // to a sweep of that prefix. A token without a staging prefix has none.
-func (c *Committer) deleteSideObjects(ctx context.Context, cr recoverable.CommitRecoverable) (int, error) {
+func (c *Committer) deleteSideObjects(ctx context.Context, cr recoverable.CommitToken) (int, error) {
 	if cr.StagingPrefix == "" {
 		return 0, nil
 	}

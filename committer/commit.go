@@ -79,7 +79,7 @@ type Result struct {
 // are *recoverable.Error values naming the bucket, key and upload. After a
 // success the upload's side objects are deleted; a failure there is reported
 // in Result.Warning only.
-func (c *Committer) Commit(ctx context.Context, cr recoverable.CommitRecoverable) (Result, error) {
+func (c *Committer) Commit(ctx context.Context, cr recoverable.CommitToken) (Result, error) {
 	return c.commit(ctx, "commit", cr, false)
 }
 
@@ -87,11 +87,11 @@ func (c *Committer) Commit(ctx context.Context, cr recoverable.CommitRecoverable
 // the file may well have been committed already (by the attempt that wrote the
 // checkpoint, or by a duplicate). It looks at the key first and completes the
 // upload only when the key is empty. Its outcomes are Commit's.
-func (c *Committer) CommitAfterRecovery(ctx context.Context, cr recoverable.CommitRecoverable) (Result, error) {
+func (c *Committer) CommitAfterRecovery(ctx context.Context, cr recoverable.CommitToken) (Result, error) {
 	return c.commit(ctx, "commit after recovery", cr, true)
 }
 
-func (c *Committer) commit(ctx context.Context, op string, cr recoverable.CommitRecoverable, lookFirst bool) (Result, error) {
+func (c *Committer) commit(ctx context.Context, op string, cr recoverable.CommitToken, lookFirst bool) (Result, error) {
 	res := Result{Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID, Size: cr.Size(), CRC: cr.CRC()}
 	if err := validate(cr); err != nil {
 		return res, fail(op, cr, err, "")
@@ -132,7 +132,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 	partsRelisted := false
 	var parts []recoverable.Part
 	var last error
-	for round := 1; round <= c.opts.MaxAttempts; round++ {
+	for round := 1; round <= c.opts.MaxRounds; round++ {
 		if round > 1 {
 			if err := c.sleep(ctx, round-1); err != nil {
 				return res, fail(op, cr, fmt.Errorf("%w (last failure: %w)", err, last), "")
@@ -209,7 +209,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				return c.settle(ctx, op, cr, res, f, false, parts, uploadUnknown)
 			}
 			last = fmt.Errorf("%w: %w", ErrConflict, err)
-		case IsRetryable(err) && ctx.Err() == nil:
+		case s3call.IsRetryable(err) && ctx.Err() == nil:
 			ambiguous = true
 			last = err
 		default:
@@ -221,11 +221,11 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 	}
 	switch {
 	case errors.Is(last, ErrUnconfirmed):
-		return res, fail(op, cr, fmt.Errorf("%w after %d completions", ErrUnconfirmed, c.opts.MaxAttempts), hintUnconfirm)
+		return res, fail(op, cr, fmt.Errorf("%w after %d completions", ErrUnconfirmed, c.opts.MaxRounds), hintUnconfirm)
 	case errors.Is(last, ErrConflict):
-		return res, fail(op, cr, fmt.Errorf("complete multipart upload: 409 in each of %d rounds, the upload left intact: %w", c.opts.MaxAttempts, last), hintConflict)
+		return res, fail(op, cr, fmt.Errorf("complete multipart upload: 409 in each of %d rounds, the upload left intact: %w", c.opts.MaxRounds, last), hintConflict)
 	}
-	return res, fail(op, cr, fmt.Errorf("complete multipart upload: giving up after %d rounds: %w", c.opts.MaxAttempts, last), "")
+	return res, fail(op, cr, fmt.Errorf("complete multipart upload: giving up after %d rounds: %w", c.opts.MaxRounds, last), "")
 }
 
 // uploadState is what a commit knows about the token's upload when it
@@ -242,7 +242,7 @@ const (
 // settle decides on an object found at the key. mine says a completion of
 // this call was acknowledged. parts are the token's parts as last listed, if
 // any (for the ETag check). state is what is known of the upload.
-func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, mine bool, parts []recoverable.Part, state uploadState) (Result, error) {
+func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitToken, res Result, f found, mine bool, parts []recoverable.Part, state uploadState) (Result, error) {
 	if !f.matches(cr) {
 		_, aerr := c.abortUpload(ctx, cr)
 		err := fmt.Errorf("%w: the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
@@ -285,7 +285,7 @@ func (c *Committer) settle(ctx context.Context, op string, cr recoverable.Commit
 
 // isUploadOpen tells whether the token's upload still exists (one ListParts
 // of at most one part).
-func (c *Committer) isUploadOpen(ctx context.Context, cr recoverable.CommitRecoverable) (bool, error) {
+func (c *Committer) isUploadOpen(ctx context.Context, cr recoverable.CommitToken) (bool, error) {
 	_, err := call(ctx, c, "list parts", func(ctx context.Context) (*s3.ListPartsOutput, error) {
 		return c.client.ListParts(ctx, &s3.ListPartsInput{
 			Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID), MaxParts: aws.Int32(1),
@@ -310,7 +310,7 @@ const settleLogAfter = 30 * time.Second
 // another completion of the same upload may still be landing (servers drop
 // the upload before the object shows), so the key is polled, with backoff,
 // for Options.SettleTimeout before that is taken for an answer.
-func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, ambiguous, conflicted bool, parts []recoverable.Part) (Result, error) {
+func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.CommitToken, res Result, ambiguous, conflicted bool, parts []recoverable.Part) (Result, error) {
 	start := time.Now()
 	deadline := start.Add(mutSettle(c.opts.SettleTimeout))
 	logged := false
@@ -368,7 +368,7 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 // this already-committed path only), and one found gone is left alone. If
 // that look fails, the upload is aborted all the same (clean-up is the
 // point) and not reported aborted: the failure is in Result.Warning.
-func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitRecoverable, res Result, f found, abort bool, state uploadState, warns []error) (Result, error) {
+func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitToken, res Result, f found, abort bool, state uploadState, warns []error) (Result, error) {
 	res.ETag = f.etag
 	res.ReadBack = f.readBack
 	cctx, cancel := c.cleanupContext(ctx)
@@ -413,7 +413,7 @@ func joinCleanup(err, cleanup error) error {
 // completeInput builds the completion of exactly parts: conditional unless
 // Options.AllowUnconditional, with the parts' and the object's CRC64NVME
 // where the upload takes checksums.
-func (c *Committer) completeInput(cr recoverable.CommitRecoverable, parts []recoverable.Part, useCRC bool) *s3.CompleteMultipartUploadInput {
+func (c *Committer) completeInput(cr recoverable.CommitToken, parts []recoverable.Part, useCRC bool) *s3.CompleteMultipartUploadInput {
 	cp := make([]s3call.CompletedPart, len(parts))
 	for i, p := range parts {
 		cp[i] = s3call.CompletedPart{Number: p.Number, ETag: p.ETag, CRC: p.CRC}
@@ -427,7 +427,7 @@ func (c *Committer) completeInput(cr recoverable.CommitRecoverable, parts []reco
 // verifyParts lists and checks the upload's parts. useCRC says whether the
 // upload takes CRC64NVME checksums (the completion must then carry every
 // part's, and may carry the object's).
-func (c *Committer) verifyParts(ctx context.Context, cr recoverable.CommitRecoverable) (parts []recoverable.Part, useCRC bool, err error) {
+func (c *Committer) verifyParts(ctx context.Context, cr recoverable.CommitToken) (parts []recoverable.Part, useCRC bool, err error) {
 	l := &partLister{c: c, upto: int32(cr.Parts.Count), allCRC: true}
 	parts, err = recoverable.VerifyParts(ctx, l, cr.Bucket, cr.Key, cr.UploadID, cr.Parts)
 	if err != nil {
@@ -475,7 +475,7 @@ func (l *partLister) ListParts(ctx context.Context, in *s3.ListPartsInput, opts 
 
 // abortUpload discards the token's upload. aborted is true when this call
 // removed it; an upload that is already gone is not an error.
-func (c *Committer) abortUpload(ctx context.Context, cr recoverable.CommitRecoverable) (aborted bool, err error) {
+func (c *Committer) abortUpload(ctx context.Context, cr recoverable.CommitToken) (aborted bool, err error) {
 	cctx, cancel := c.cleanupContext(ctx)
 	defer cancel()
 	_, err = call(cctx, c, "abort upload", func(ctx context.Context) (*s3.AbortMultipartUploadOutput, error) {

@@ -54,7 +54,7 @@ func TestCommitTwice(t *testing.T) {
 	if err != nil || !first.Created {
 		t.Fatalf("first commit: %+v %v", first, err)
 	}
-	for name, commit := range map[string]func(context.Context, recoverable.CommitRecoverable) (committer.Result, error){
+	for name, commit := range map[string]func(context.Context, recoverable.CommitToken) (committer.Result, error){
 		"Commit": c.Commit, "CommitAfterRecovery": c.CommitAfterRecovery,
 	} {
 		res, err := commit(ctx, cr)
@@ -148,8 +148,8 @@ func TestCommitUploadGoneAndNoObjectIsDataLost(t *testing.T) {
 	}
 	// A short settle window: nothing will appear (the bound itself is
 	// tested in fake time by TestSettleGivesUpExactlyAtTheBound).
-	c := newCommitter(t, e.client, committer.Options{MaxAttempts: 3, CompleteTimeout: 100 * time.Millisecond, SettleTimeout: 100 * time.Millisecond})
-	for _, commit := range []func(context.Context, recoverable.CommitRecoverable) (committer.Result, error){c.Commit, c.CommitAfterRecovery} {
+	c := newCommitter(t, e.client, committer.Options{MaxAttempts: 3, MaxRounds: 3, CompleteTimeout: 100 * time.Millisecond, SettleTimeout: 100 * time.Millisecond})
+	for _, commit := range []func(context.Context, recoverable.CommitToken) (committer.Result, error){c.Commit, c.CommitAfterRecovery} {
 		_, err := commit(context.Background(), cr)
 		if !errors.Is(err, committer.ErrDataLost) {
 			t.Fatalf("want ErrDataLost, got %v", err)
@@ -204,7 +204,7 @@ func TestCommitRejectsInvalidTokens(t *testing.T) {
 	e := newEnv(t)
 	c := newCommitter(t, e.client, committer.Options{})
 	good := e.write("out/valid", payload(9, 10), 0)
-	bad := map[string]recoverable.CommitRecoverable{
+	bad := map[string]recoverable.CommitToken{
 		"zero":      {},
 		"no key":    {Bucket: good.Bucket, UploadID: good.UploadID, Parts: good.Parts},
 		"no upload": {Bucket: good.Bucket, Key: good.Key, Parts: good.Parts},
@@ -233,7 +233,7 @@ func TestCommitRejectsInvalidTokens(t *testing.T) {
 	if _, err := committer.New(nil, committer.Options{}); !errors.Is(err, recoverable.ErrInvalidOptions) {
 		t.Fatalf("nil client: %v", err)
 	}
-	if _, err := committer.New(e.client, committer.Options{MaxAttempts: -1, BaseBackoff: 10, MaxBackoff: 5}); !errors.Is(err, recoverable.ErrInvalidOptions) {
+	if _, err := committer.New(e.client, committer.Options{MaxAttempts: -1, MaxRounds: -1, BaseBackoff: 10, MaxBackoff: 5}); !errors.Is(err, recoverable.ErrInvalidOptions) {
 		t.Fatalf("bad options: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
@@ -94,7 +95,7 @@ func TestCommitConflictIsTyped(t *testing.T) {
 			data := payload(15, 100)
 			cr := e.write(k, data, 0)
 			f := &conflictFirst{S3: e.client, code: code, n: 1 << 30}
-			c := newCommitter(t, f, committer.Options{MaxAttempts: 3})
+			c := newCommitter(t, f, committer.Options{MaxAttempts: 3, MaxRounds: 3})
 			_, err := c.Commit(context.Background(), cr)
 			if !errors.Is(err, committer.ErrConflict) {
 				t.Fatalf("want ErrConflict, got %v", err)
@@ -145,7 +146,7 @@ func TestConflictThatDiscardsTheUpload(t *testing.T) {
 				if waited := time.Since(start); waited < 10*time.Minute {
 					t.Fatalf("gave up after %v, inside the settle window", waited)
 				}
-				if _, err := client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key)}); !recoverable.IsNotFound(err) {
+				if _, err := client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key)}); !s3call.IsNotFound(err) {
 					t.Fatalf("an object appeared: %v", err)
 				}
 			})
@@ -191,7 +192,7 @@ func TestConflictWithAWinnerAtTheKey(t *testing.T) {
 // completion arrives, and answers that completion 409.
 type winsOnComplete struct {
 	committer.S3
-	winner recoverable.CommitRecoverable
+	winner recoverable.CommitToken
 	e      *env
 	done   atomic.Bool
 }

@@ -34,7 +34,7 @@ func TestServerKilledDuringComplete(t *testing.T) {
 				once.Do(func() { close(started) })
 				return s3fault.None
 			})
-			c := newCommitter(t, f, committer.Options{MaxAttempts: 2})
+			c := newCommitter(t, f, committer.Options{MaxAttempts: 2, MaxRounds: 2})
 			done := make(chan error, 1)
 			go func() {
 				_, err := c.Commit(context.Background(), cr)

@@ -4,7 +4,7 @@
 // # Commit protocol
 //
 // A file is a multipart upload plus a commit token
-// (recoverable.CommitRecoverable) that names the upload and describes the file
+// (recoverable.CommitToken) that names the upload and describes the file
 // in constant space: its parts' count, sizes and ETags (as a digest), and the
 // whole file's size and CRC64NVME. The file "is committed" when its key holds
 // an object of exactly that size and CRC64NVME; nothing else counts.
@@ -134,13 +134,14 @@
 // Every S3 call is bounded by Options.CallTimeout (30 s) an attempt and
 // retried, up to Options.MaxAttempts (6) attempts with exponential backoff
 // and jitter bounded by the context, when it fails in a way worth retrying
-// (see IsRetryable): a worst case of 183 s a call with the defaults. The
-// SDK client's retryer runs inside each attempt. Retrying is safe because
-// step 5 settles every ambiguity by looking at the key. The protocol's own
-// loops repeat protocol states only: a completion round (each
+// (the module's one S3 error table decides): a worst case of 183 s a call
+// with the defaults. The SDK client's retryer runs inside each attempt.
+// Retrying is safe because step 5 settles every ambiguity by looking at the
+// key. The protocol's own loops repeat protocol states only, at most
+// Options.MaxRounds (6) times: a completion round (each
 // CompleteMultipartUpload bounded by CompleteTimeout) after a 409, a 200
-// with nothing at the key or a lost reply, at most MaxAttempts rounds; the
-// settle wait; a read-back that found the object changed. Clean-up runs
+// with nothing at the key or a lost reply; a read-back that found the
+// object changed. The settle wait is bounded by SettleTimeout. Clean-up runs
 // detached from the caller's context, bounded by CleanupTimeout (30 s). The
 // internal s3call package holds this policy and the table of every call's
 // worst case.

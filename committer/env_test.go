@@ -13,7 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -71,12 +73,12 @@ func payload(seed uint64, n int) []byte {
 // write writes data as one file at key and closes it for commit. With
 // persists > 0 it persists that many times along the way (with tails in side
 // objects), so the upload has side objects for the commit to delete.
-func (e *env) write(key string, data []byte, persists int) recoverable.CommitRecoverable {
+func (e *env) write(key string, data []byte, persists int) recoverable.CommitToken {
 	e.t.Helper()
 	return writeWith(e.t, e.client, e.bucket, key, data, persists, recoverable.Options{})
 }
 
-func writeWith(t *testing.T, client recoverable.S3, bucket, key string, data []byte, persists int, o recoverable.Options) recoverable.CommitRecoverable {
+func writeWith(t *testing.T, client recoverable.S3, bucket, key string, data []byte, persists int, o recoverable.Options) recoverable.CommitToken {
 	t.Helper()
 	ctx := context.Background()
 	if o.PartSize == 0 {
@@ -113,8 +115,8 @@ func writeWith(t *testing.T, client recoverable.S3, bucket, key string, data []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.Size() != int64(len(data)) || cr.CRC() != recoverable.CRC64(data) {
-		t.Fatalf("token describes %d bytes %016x, wrote %d bytes %016x", cr.Size(), cr.CRC(), len(data), recoverable.CRC64(data))
+	if cr.Size() != int64(len(data)) || cr.CRC() != crc64nvme.Checksum(data) {
+		t.Fatalf("token describes %d bytes %016x, wrote %d bytes %016x", cr.Size(), cr.CRC(), len(data), crc64nvme.Checksum(data))
 	}
 	return cr
 }
@@ -124,7 +126,7 @@ func (e *env) get(key string) []byte {
 	e.t.Helper()
 	out, err := e.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(key)})
 	if err != nil {
-		if recoverable.IsNotFound(err) {
+		if s3call.IsNotFound(err) {
 			return nil
 		}
 		e.t.Fatalf("get %s: %v", key, err)
@@ -145,18 +147,18 @@ func (e *env) mustHold(key string, want []byte) {
 		e.t.Fatalf("no object at %s", key)
 	}
 	if !bytes.Equal(got, want) {
-		e.t.Fatalf("%s holds %d bytes (CRC %016x), want %d bytes (CRC %016x)", key, len(got), recoverable.CRC64(got), len(want), recoverable.CRC64(want))
+		e.t.Fatalf("%s holds %d bytes (CRC %016x), want %d bytes (CRC %016x)", key, len(got), crc64nvme.Checksum(got), len(want), crc64nvme.Checksum(want))
 	}
 }
 
 // uploadExists tells whether the upload is still open.
-func (e *env) uploadExists(cr recoverable.CommitRecoverable) bool {
+func (e *env) uploadExists(cr recoverable.CommitToken) bool {
 	e.t.Helper()
 	_, err := e.client.ListParts(context.Background(), &s3.ListPartsInput{Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID)})
 	if err == nil {
 		return true
 	}
-	if recoverable.IsNoSuchUpload(err) {
+	if s3call.IsNoSuchUpload(err) {
 		return false
 	}
 	e.t.Fatalf("list parts: %v", err)
@@ -178,7 +180,7 @@ func (e *env) keys(prefix string) []string {
 }
 
 // mustBeTyped fails unless err names the token's bucket, key and upload.
-func mustBeTyped(t *testing.T, err error, cr recoverable.CommitRecoverable) *recoverable.Error {
+func mustBeTyped(t *testing.T, err error, cr recoverable.CommitToken) *recoverable.Error {
 	t.Helper()
 	var re *recoverable.Error
 	if !errors.As(err, &re) {
@@ -190,7 +192,7 @@ func mustBeTyped(t *testing.T, err error, cr recoverable.CommitRecoverable) *rec
 	return re
 }
 
-func checkResult(t *testing.T, res committer.Result, cr recoverable.CommitRecoverable) {
+func checkResult(t *testing.T, res committer.Result, cr recoverable.CommitToken) {
 	t.Helper()
 	if res.Created == res.AlreadyCommitted {
 		t.Fatalf("Created=%v AlreadyCommitted=%v: exactly one must hold", res.Created, res.AlreadyCommitted)

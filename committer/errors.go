@@ -55,7 +55,7 @@ const (
 )
 
 // fail wraps err into a *recoverable.Error for cr, unless it already is one.
-func fail(op string, cr recoverable.CommitRecoverable, err error, hint string) error {
+func fail(op string, cr recoverable.CommitToken, err error, hint string) error {
 	var e *recoverable.Error
 	if errors.As(err, &e) {
 		return err
@@ -64,7 +64,7 @@ func fail(op string, cr recoverable.CommitRecoverable, err error, hint string) e
 }
 
 // validate checks the token's own consistency before any call is made.
-func validate(cr recoverable.CommitRecoverable) error {
+func validate(cr recoverable.CommitToken) error {
 	switch {
 	case cr.Bucket == "" || cr.Key == "" || cr.UploadID == "":
 		return fmt.Errorf("%w: bucket, key and upload ID are required", recoverable.ErrInvalidToken)

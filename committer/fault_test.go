@@ -38,7 +38,7 @@ func (sc scenario) committer(t *testing.T, f *s3fault.Client) *committer.Committ
 }
 
 // prepare writes the token (and commits the duplicate, without faults).
-func (sc scenario) prepare(t *testing.T, e *env, k string, data []byte) recoverable.CommitRecoverable {
+func (sc scenario) prepare(t *testing.T, e *env, k string, data []byte) recoverable.CommitToken {
 	t.Helper()
 	if sc.dup {
 		dup := e.write(k, data, 0)
@@ -49,7 +49,7 @@ func (sc scenario) prepare(t *testing.T, e *env, k string, data []byte) recovera
 	return e.write(k, data, 2)
 }
 
-func (sc scenario) commit(c *committer.Committer, cr recoverable.CommitRecoverable) (committer.Result, error) {
+func (sc scenario) commit(c *committer.Committer, cr recoverable.CommitToken) (committer.Result, error) {
 	if sc.after {
 		return c.CommitAfterRecovery(context.Background(), cr)
 	}
@@ -68,7 +68,7 @@ func (sc scenario) path(t *testing.T, e *env) []s3fault.Call {
 }
 
 // checkOutcome: a verified object, or a typed error and no wrong object.
-func checkOutcome(t *testing.T, e *env, cr recoverable.CommitRecoverable, data []byte, res committer.Result, err error) {
+func checkOutcome(t *testing.T, e *env, cr recoverable.CommitToken, data []byte, res committer.Result, err error) {
 	t.Helper()
 	got := e.get(cr.Key)
 	if got != nil && string(got) != string(data) {
@@ -157,7 +157,7 @@ func TestPersistentFaultsOnEachOperation(t *testing.T) {
 				if op == s3fault.GetObject {
 					client = noHeadCRC{f} // make the read-back path run
 				}
-				c := newCommitter(t, client, committer.Options{MaxAttempts: 3})
+				c := newCommitter(t, client, committer.Options{MaxAttempts: 3, MaxRounds: 3})
 				res, err := c.Commit(context.Background(), cr)
 				checkOutcome(t, e, cr, data, res, err)
 				t.Logf("outcome: created=%v already=%v warning=%v err=%v", res.Created, res.AlreadyCommitted, res.Warning != nil, err)

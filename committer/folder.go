@@ -169,7 +169,7 @@ const discardLimit = 16
 // (bucket, key and staging prefix are the caller's to check; the side
 // objects deleted are only those ownkeys names for the upload under the
 // committer's staging prefix).
-func (c *Committer) Discard(ctx context.Context, crs []recoverable.CommitRecoverable) error {
+func (c *Committer) Discard(ctx context.Context, crs []recoverable.CommitToken) error {
 	ctx, cancel := c.cleanupContext(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
@@ -25,12 +26,12 @@ func forgeCRC(t *testing.T, d []byte) []byte {
 	// L(x) = CRC(x) ^ CRC(zeros) is linear, and CRC(a^b) = CRC(a) ^ L(b):
 	// find a change c of the last 8 bytes with L(c) = CRC(f) ^ CRC(d).
 	buf := make([]byte, n)
-	zero := recoverable.CRC64(buf)
+	zero := crc64nvme.Checksum(buf)
 	type row struct{ v, m uint64 } // v = L(combination m of unit bits)
 	var basis [64]*row
 	for i := 0; i < 64; i++ {
 		buf[n-8+i/8] = 1 << (i % 8)
-		r := &row{v: recoverable.CRC64(buf) ^ zero, m: 1 << i}
+		r := &row{v: crc64nvme.Checksum(buf) ^ zero, m: 1 << i}
 		buf[n-8+i/8] = 0
 		for b := 63; b >= 0 && r.v != 0; b-- {
 			if r.v>>b&1 == 0 {
@@ -44,7 +45,7 @@ func forgeCRC(t *testing.T, d []byte) []byte {
 			r.m ^= basis[b].m
 		}
 	}
-	x, m := recoverable.CRC64(f)^recoverable.CRC64(d), uint64(0)
+	x, m := crc64nvme.Checksum(f)^crc64nvme.Checksum(d), uint64(0)
 	for b := 63; b >= 0; b-- {
 		if x>>b&1 == 0 {
 			continue
@@ -60,7 +61,7 @@ func forgeCRC(t *testing.T, d []byte) []byte {
 			f[n-8+i/8] ^= 1 << (i % 8)
 		}
 	}
-	if bytes.Equal(f, d) || recoverable.CRC64(f) != recoverable.CRC64(d) {
+	if bytes.Equal(f, d) || crc64nvme.Checksum(f) != crc64nvme.Checksum(d) {
 		t.Fatal("forgery failed")
 	}
 	return f
@@ -138,7 +139,7 @@ func TestSameBytesOtherPartSizeIsCommitted(t *testing.T) {
 				t.Fatalf("part counts %d and %d: the test needs them equal", first.Parts.Count, again.Parts.Count)
 			}
 			c := newCommitter(t, e.client, committer.Options{})
-			for _, commit := range []func(context.Context, recoverable.CommitRecoverable) (committer.Result, error){c.Commit, c.CommitAfterRecovery} {
+			for _, commit := range []func(context.Context, recoverable.CommitToken) (committer.Result, error){c.Commit, c.CommitAfterRecovery} {
 				res, err := commit(context.Background(), again)
 				if err != nil || !res.AlreadyCommitted {
 					t.Fatalf("%+v %v", res, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -32,7 +33,7 @@ type found struct {
 }
 
 // matches reports whether the key holds the token's bytes.
-func (f found) matches(cr recoverable.CommitRecoverable) bool {
+func (f found) matches(cr recoverable.CommitToken) bool {
 	return f.exists && f.haveCRC && f.size == cr.Size() && f.crc == cr.CRC()
 }
 
@@ -51,7 +52,7 @@ func describe(size int64, crc uint64) string {
 }
 
 // lookup finds out what the token's key holds (lookupKey).
-func (c *Committer) lookup(ctx context.Context, cr recoverable.CommitRecoverable) (found, error) {
+func (c *Committer) lookup(ctx context.Context, cr recoverable.CommitToken) (found, error) {
 	return c.lookupKey(ctx, cr.Bucket, cr.Key, cr.Size())
 }
 
@@ -65,7 +66,7 @@ func (c *Committer) lookupKey(ctx context.Context, bucket, key string, size int6
 			return f, err
 		}
 		f, err = c.readBack(ctx, bucket, key, size, f)
-		if errors.Is(err, errChanged) && n < c.opts.MaxAttempts {
+		if errors.Is(err, errChanged) && n < c.opts.MaxRounds {
 			continue // the object was replaced between HEAD and GET: look again
 		}
 		return f, err
@@ -116,7 +117,7 @@ func (c *Committer) readBack(ctx context.Context, bucket, key string, limit int6
 			if s3call.IsPreconditionFailed(err) || s3call.IsNotFound(err) {
 				return f, fmt.Errorf("%w: %w", errChanged, err)
 			}
-			if !IsRetryable(err) || ctx.Err() != nil {
+			if !s3call.IsRetryable(err) || ctx.Err() != nil {
 				return f, fmt.Errorf("read back object: %w", err)
 			}
 			last = err
@@ -125,7 +126,7 @@ func (c *Committer) readBack(ctx context.Context, bucket, key string, limit int6
 		size, crc, err := crcOf(out.Body, buf, limit)
 		_ = out.Body.Close()
 		if err != nil {
-			if !IsRetryable(err) || ctx.Err() != nil {
+			if !s3call.IsRetryable(err) || ctx.Err() != nil {
 				return f, fmt.Errorf("read back object: %w", err)
 			}
 			last = err
@@ -144,7 +145,7 @@ func crcOf(r io.Reader, buf []byte, limit int64) (int64, uint64, error) {
 	var crc uint64
 	for {
 		k, err := r.Read(buf)
-		crc = recoverable.UpdateCRC64(crc, buf[:k])
+		crc = crc64nvme.Update(crc, buf[:k])
 		n += int64(k)
 		if n > limit {
 			return n, crc, nil
@@ -205,7 +206,7 @@ func (f *forgery) Error() string {
 // recoverable writer makes them): another PartSize gives another part 1.
 // A non-nil *forgery means other bytes; in every other case the size and
 // CRC64NVME stand.
-func (c *Committer) sameContent(ctx context.Context, cr recoverable.CommitRecoverable, f found, parts []recoverable.Part) (*forgery, error) {
+func (c *Committer) sameContent(ctx context.Context, cr recoverable.CommitToken, f found, parts []recoverable.Part) (*forgery, error) {
 	if len(parts) == 0 || !c.etagsAreMD5(cr.Bucket) {
 		return nil, nil
 	}

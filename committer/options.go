@@ -13,6 +13,7 @@ import (
 // Defaults of Options' zero values.
 const (
 	DefaultMaxAttempts      = 6
+	DefaultMaxRounds        = 6
 	DefaultBaseBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff       = 5 * time.Second
 	DefaultCallTimeout      = s3call.BaseCallTimeout
@@ -25,14 +26,19 @@ const (
 // default; New checks them once.
 type Options struct {
 	// MaxAttempts is how often one S3 call is tried when it fails in a way
-	// worth retrying (5xx, SlowDown, timeouts, connection resets); it also
-	// bounds the rounds of the commit protocol. Default 6. The SDK client's
-	// own retryer multiplies this; give the committer a client with few SDK
+	// worth retrying (5xx, SlowDown, timeouts, connection resets), a
+	// read-back's streamed GET included. Default 6. The SDK client's own
+	// retryer multiplies this; give the committer a client with few SDK
 	// retries if you want this to be the whole budget.
 	MaxAttempts int
-	// BaseBackoff and MaxBackoff shape the wait between attempts: attempt n
-	// waits a random time between half and all of min(MaxBackoff,
-	// BaseBackoff x 2^n). Defaults 100ms and 5s. Every wait ends early when
+	// MaxRounds bounds the rounds of the commit protocol: completions of one
+	// upload (each round's calls retried under MaxAttempts), and looks at a
+	// key whose object was replaced while it was being read back. Default 6.
+	MaxRounds int
+	// BaseBackoff and MaxBackoff shape the wait between attempts: the wait
+	// before attempt n+1 (n counting from 1) is a random time between half
+	// and all of min(MaxBackoff, BaseBackoff x 2^(n-1)), as s3call.Policy
+	// computes it. Defaults 100ms and 5s. Every wait ends early when
 	// the context is done.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
@@ -104,6 +110,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxAttempts < 1 || o.MaxAttempts > 100 {
 		problems = append(problems, fmt.Sprintf("MaxAttempts %d must be in [1, 100]", o.MaxAttempts))
+	}
+	if o.MaxRounds == 0 {
+		o.MaxRounds = DefaultMaxRounds
+	}
+	if o.MaxRounds < 1 || o.MaxRounds > 100 {
+		problems = append(problems, fmt.Sprintf("MaxRounds %d must be in [1, 100]", o.MaxRounds))
 	}
 	if o.BaseBackoff == 0 {
 		o.BaseBackoff = DefaultBaseBackoff

@@ -19,7 +19,7 @@ func TestPreflightReportsProbeLeftBehind(t *testing.T) {
 	e := newEnv(t)
 	fc := s3fault.New(e.client)
 	fc.On(s3fault.DeleteObject, s3fault.Always(s3fault.BeforeSend))
-	c := newCommitter(t, fc, committer.Options{MaxAttempts: 1, CleanupTimeout: 5 * time.Second})
+	c := newCommitter(t, fc, committer.Options{MaxAttempts: 1, MaxRounds: 1, CleanupTimeout: 5 * time.Second})
 	res, err := c.Preflight(context.Background(), e.bucket, "")
 	if err != nil {
 		t.Fatalf("preflight: %v", err)

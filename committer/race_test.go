@@ -12,7 +12,7 @@ import (
 
 // raceCommits commits every token at once, each from its own goroutine and
 // Committer (separate workers), and returns their outcomes.
-func raceCommits(t *testing.T, e *env, crs []recoverable.CommitRecoverable, after bool) ([]committer.Result, []error) {
+func raceCommits(t *testing.T, e *env, crs []recoverable.CommitToken, after bool) ([]committer.Result, []error) {
 	t.Helper()
 	res := make([]committer.Result, len(crs))
 	errs := make([]error, len(crs))
@@ -41,7 +41,7 @@ func TestRaceDifferentBytesOneWinner(t *testing.T) {
 	const n = 6
 	for round, after := range []bool{false, true, false} {
 		k := key("race-diff", round)
-		var crs []recoverable.CommitRecoverable
+		var crs []recoverable.CommitToken
 		var datas [][]byte
 		for i := 0; i < n; i++ {
 			d := payload(uint64(100*round+i), 4000)
@@ -79,7 +79,7 @@ func TestRaceSameBytesOneCreatorOthersCommitted(t *testing.T) {
 	for round, after := range []bool{false, true} {
 		k := key("race-same", round)
 		data := payload(uint64(200+round), 4000)
-		var crs []recoverable.CommitRecoverable
+		var crs []recoverable.CommitToken
 		for i := 0; i < n; i++ {
 			crs = append(crs, e.write(k, data, 1))
 		}
@@ -111,7 +111,7 @@ func TestRaceSameUpload(t *testing.T) {
 	e := newEnv(t)
 	data := payload(300, 6<<20)
 	cr := e.write("out/same-upload", data, 2)
-	crs := []recoverable.CommitRecoverable{cr, cr, cr, cr}
+	crs := []recoverable.CommitToken{cr, cr, cr, cr}
 	res, errs := raceCommits(t, e, crs, false)
 	created := 0
 	for i := range crs {

@@ -7,23 +7,11 @@ import (
 	"github.com/s3once/s3once/internal/s3call"
 )
 
-// IsRetryable reports whether an S3 call that failed with err may succeed when
-// sent again: server errors (5xx but 501), throttling (SlowDown, 429, ...),
-// request timeouts, connection failures (refused, reset, EOF, send errors),
-// and OperationAborted. Everything else is terminal: the request is wrong or
-// the state it met will not change by asking again. A cancelled context is
-// terminal; a deadline is retryable here (it may be one call's own timeout)
-// and the caller's context decides whether there is time left. The mapping
-// behind it is the internal s3call package's, shared with the writer and the
-// sink.
-//
-// Retrying is safe for every call the committer makes: the commit protocol
-// checks the key after any failure whose outcome is unknown.
-func IsRetryable(err error) bool { return s3call.IsRetryable(err) }
-
 // policy is how the committer bounds and retries each S3 call: within
 // CallTimeout an attempt, up to MaxAttempts attempts after any failure
-// IsRetryable reports, with jittered exponential backoff between them. It
+// s3call.IsRetryable reports (retrying is safe for every call the committer
+// makes: the commit protocol checks the key after any failure whose outcome
+// is unknown), with jittered exponential backoff between them. It
 // is read from the options on every call.
 func (c *Committer) policy() s3call.Policy {
 	return s3call.Policy{

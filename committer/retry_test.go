@@ -8,25 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3fault"
 )
-
-// TestIsRetryable checks that the committer's predicate is the one mapping
-// in internal/s3call (whose own table is TestIsRetryable there).
-func TestIsRetryable(t *testing.T) {
-	errs := []error{nil, context.Canceled, io.EOF,
-		s3fault.APIError(s3fault.PutObject, 503, "SlowDown", ""),
-		s3fault.APIError(s3fault.PutObject, 409, "ConditionalRequestConflict", "")}
-	for _, k := range s3fault.Kinds {
-		errs = append(errs, s3fault.FaultError(s3fault.CompleteMultipartUpload, k))
-	}
-	for _, err := range errs {
-		if IsRetryable(err) != s3call.IsRetryable(err) {
-			t.Errorf("IsRetryable(%v) = %v, s3call says %v", err, IsRetryable(err), s3call.IsRetryable(err))
-		}
-	}
-}
 
 func TestBackoffIsJitteredAndBounded(t *testing.T) {
 	c, err := New(s3.New(s3.Options{}), Options{BaseBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond})
@@ -60,7 +43,7 @@ func TestBackoffIsJitteredAndBounded(t *testing.T) {
 }
 
 func TestCallRetriesOnlyWhatIsRetryable(t *testing.T) {
-	c, err := New(s3.New(s3.Options{}), Options{MaxAttempts: 4, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	c, err := New(s3.New(s3.Options{}), Options{MaxAttempts: 4, MaxRounds: 4, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (l lateObject) GetObject(ctx context.Context, in *s3.GetObjectInput, opts .
 
 // memFile writes a two-part file to a new in-memory server and returns the
 // client, the token and the bytes.
-func memFile(t *testing.T, fake *s3mem.Fake, key string) (*s3.Client, recoverable.CommitRecoverable, []byte) {
+func memFile(t *testing.T, fake *s3mem.Fake, key string) (*s3.Client, recoverable.CommitToken, []byte) {
 	t.Helper()
 	client := fake.NewClient(s3mem.ClientOptions{})
 	data := payload(900, 6<<20)
@@ -55,7 +55,7 @@ func memFile(t *testing.T, fake *s3mem.Fake, key string) (*s3.Client, recoverabl
 
 // completeBehindTheBack completes the token's upload as another committer
 // would (the committer under test then finds it gone).
-func completeBehindTheBack(t *testing.T, client *s3.Client, cr recoverable.CommitRecoverable) {
+func completeBehindTheBack(t *testing.T, client *s3.Client, cr recoverable.CommitToken) {
 	t.Helper()
 	other, err := committer.New(client, committer.Options{SkipPreflight: true})
 	if err != nil {
@@ -135,7 +135,7 @@ func TestSettleGivesUpExactlyAtTheBound(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, commit := range []func(context.Context, recoverable.CommitRecoverable) (committer.Result, error){c.Commit, c.CommitAfterRecovery} {
+				for _, commit := range []func(context.Context, recoverable.CommitToken) (committer.Result, error){c.Commit, c.CommitAfterRecovery} {
 					start := time.Now()
 					_, err := commit(context.Background(), cr)
 					if !errors.Is(err, committer.ErrDataLost) {

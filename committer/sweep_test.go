@@ -275,7 +275,7 @@ func TestSweepUnderFaults(t *testing.T) {
 	fx = newSweepFixture(e, 1100*time.Millisecond)
 	f = s3fault.New(e.client)
 	f.On(s3fault.AbortMultipartUpload, s3fault.Always(s3fault.BeforeSend))
-	c = newCommitter(t, f, committer.Options{MaxAttempts: 2})
+	c = newCommitter(t, f, committer.Options{MaxAttempts: 2, MaxRounds: 2})
 	rep, err = c.Sweep(context.Background(), committer.SweepOptions{Bucket: e.bucket, Prefix: "out/", Cutoff: fx.cutoff, Force: true})
 	if err == nil || rep.Uploads.Failed != 2 || rep.SideObjects.Removed != 2 {
 		t.Fatalf("report: uploads %+v side %+v err %v", rep.Uploads, rep.SideObjects, err)

@@ -59,7 +59,7 @@ func versions(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 
 // persistTwice writes a file with two side objects and returns its commit
 // token.
-func persistTwice(t *testing.T, c *s3.Client, bucket, key string) recoverable.CommitRecoverable {
+func persistTwice(t *testing.T, c *s3.Client, bucket, key string) recoverable.CommitToken {
 	t.Helper()
 	ctx := context.Background()
 	w, err := recoverable.NewWriter(c, recoverable.Options{InlineTailMax: -1})

@@ -23,7 +23,7 @@ func TestCommitterPreflightReportsProbeLeftBehind(t *testing.T) {
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 1})
 	fc := s3fault.New(client)
 	fc.On(s3fault.DeleteObject, s3fault.Always(s3fault.BeforeSend))
-	c, err := committer.New(fc, committer.Options{MaxAttempts: 1, CleanupTimeout: 5 * time.Second})
+	c, err := committer.New(fc, committer.Options{MaxAttempts: 1, MaxRounds: 1, CleanupTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

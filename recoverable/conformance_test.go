@@ -169,15 +169,15 @@ func TestBadOptions(t *testing.T) {
 
 func TestInvalidToken(t *testing.T) {
 	w, _ := recoverable.NewWriter(server.Client(s3test.ClientOptions{}), recoverable.Options{})
-	good := recoverable.ResumeRecoverable{Bucket: "b", Key: "k", UploadID: "u", PartSize: recoverable.MinPartSize}
-	for name, mut := range map[string]func(*recoverable.ResumeRecoverable){
-		"no bucket":      func(r *recoverable.ResumeRecoverable) { r.Bucket = "" },
-		"small parts":    func(r *recoverable.ResumeRecoverable) { r.PartSize = 10 },
-		"bytes mismatch": func(r *recoverable.ResumeRecoverable) { r.Parts.Count = 2; r.Parts.Bytes = 7 },
-		"tail too long":  func(r *recoverable.ResumeRecoverable) { r.Tail.Len = recoverable.MinPartSize + 1; r.Tail.Object = "x" },
-		"inline short":   func(r *recoverable.ResumeRecoverable) { r.Tail.Len = 3; r.Tail.Inline = []byte{1} },
-		"both":           func(r *recoverable.ResumeRecoverable) { r.Tail.Len = 1; r.Tail.Inline = []byte{1}; r.Tail.Object = "x" },
-		"negative parts": func(r *recoverable.ResumeRecoverable) { r.Parts.Count = -1 },
+	good := recoverable.ResumeToken{Bucket: "b", Key: "k", UploadID: "u", PartSize: recoverable.MinPartSize}
+	for name, mut := range map[string]func(*recoverable.ResumeToken){
+		"no bucket":      func(r *recoverable.ResumeToken) { r.Bucket = "" },
+		"small parts":    func(r *recoverable.ResumeToken) { r.PartSize = 10 },
+		"bytes mismatch": func(r *recoverable.ResumeToken) { r.Parts.Count = 2; r.Parts.Bytes = 7 },
+		"tail too long":  func(r *recoverable.ResumeToken) { r.Tail.Len = recoverable.MinPartSize + 1; r.Tail.Object = "x" },
+		"inline short":   func(r *recoverable.ResumeToken) { r.Tail.Len = 3; r.Tail.Inline = []byte{1} },
+		"both":           func(r *recoverable.ResumeToken) { r.Tail.Len = 1; r.Tail.Inline = []byte{1}; r.Tail.Object = "x" },
+		"negative parts": func(r *recoverable.ResumeToken) { r.Parts.Count = -1 },
 	} {
 		rr := good
 		mut(&rr)

@@ -1,11 +1,5 @@
 package recoverable
 
-import (
-	"github.com/minio/crc64nvme"
-
-	"github.com/s3once/s3once/internal/s3call"
-)
-
 // crc64NVMEPoly is the CRC-64/NVME polynomial in reversed (LSB-first) form, the
 // checksum S3 computes over whole objects (ChecksumCRC64NVME).
 const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
@@ -14,12 +8,6 @@ const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
 // order of magnitude faster than the table-driven one in hash/crc64, which
 // would otherwise take a large share of a stream's CPU); crc_test.go holds it
 // to the standard library's result.
-
-// CRC64 returns the CRC64NVME of p.
-func CRC64(p []byte) uint64 { return crc64nvme.Checksum(p) }
-
-// UpdateCRC64 continues crc (the CRC64NVME of some bytes) over p.
-func UpdateCRC64(crc uint64, p []byte) uint64 { return crc64nvme.Update(crc, p) }
 
 // CRC64Combine returns the CRC64NVME of A followed by B, given crcA, crcB and the
 // length of B, without reading the bytes again. Each part's checksum is computed
@@ -73,10 +61,3 @@ func xPow8n(n int64) uint64 {
 	}
 	return p
 }
-
-// EncodeCRC renders a CRC64NVME the way S3 headers carry it (base64 of its
-// eight big-endian bytes).
-func EncodeCRC(c uint64) string { return s3call.EncodeCRC(c) }
-
-// DecodeCRC parses a CRC64NVME header value; ok is false when s is not one.
-func DecodeCRC(s string) (crc uint64, ok bool) { return s3call.DecodeCRC(s) }

@@ -19,7 +19,7 @@
 //
 // # What a token holds, and why it stays small
 //
-// A ResumeRecoverable names the bucket, key and upload, the part size, the
+// A ResumeToken names the bucket, key and upload, the part size, the
 // persist sequence number, a PartList and the Tail. The PartList does not list
 // the parts: it holds their count, their total size, the CRC64NVME of their
 // bytes, and a SHA-256 chained over every part's (number, size, ETag). Recover

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3mem"
 )
@@ -33,14 +34,14 @@ func TestWriteChecksumsAsItCopies(t *testing.T) {
 	}
 	defer s.Dispose(ctx)
 	sizes := []int{1, 3, crcPiece - 1, crcPiece, crcPiece + 1, 3*crcPiece + 17, 1 << 20, 3 << 20}
-	var mid ResumeRecoverable
+	var mid ResumeToken
 	for off, i := 0, 0; off < len(data); i++ {
 		n := min(sizes[rng.IntN(len(sizes))], len(data)-off)
 		if _, err := s.Write(data[off : off+n]); err != nil {
 			t.Fatal(err)
 		}
 		off += n
-		if got, want := s.bufCRC, CRC64(s.buf); got != want {
+		if got, want := s.bufCRC, crc64nvme.Checksum(s.buf); got != want {
 			t.Fatalf("after %d bytes: kept CRC64NVME %016x, the buffer's is %016x", off, got, want)
 		}
 		if i%5 == 4 {
@@ -48,7 +49,7 @@ func TestWriteChecksumsAsItCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := CRC64(data[rr.Parts.Bytes:off]); rr.Tail.CRC != want {
+			if want := crc64nvme.Checksum(data[rr.Parts.Bytes:off]); rr.Tail.CRC != want {
 				t.Fatalf("token at %d bytes: tail CRC64NVME %016x, want %016x", off, rr.Tail.CRC, want)
 			}
 			if mid.Seq == 0 && off > len(data)/2 && rr.Tail.Len > 0 {
@@ -66,7 +67,7 @@ func TestWriteChecksumsAsItCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Dispose(ctx)
-	if got, want := r.bufCRC, CRC64(r.buf); got != want {
+	if got, want := r.bufCRC, crc64nvme.Checksum(r.buf); got != want {
 		t.Fatalf("recovered stream: kept CRC64NVME %016x, the buffer's is %016x", got, want)
 	}
 	if _, err := r.Write(data[mid.Size():]); err != nil {
@@ -76,8 +77,8 @@ func TestWriteChecksumsAsItCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.Size() != int64(len(data)) || cr.CRC() != CRC64(data) {
-		t.Fatalf("commit token: %d bytes, CRC64NVME %016x; want %d, %016x", cr.Size(), cr.CRC(), len(data), CRC64(data))
+	if cr.Size() != int64(len(data)) || cr.CRC() != crc64nvme.Checksum(data) {
+		t.Fatalf("commit token: %d bytes, CRC64NVME %016x; want %d, %016x", cr.Size(), cr.CRC(), len(data), crc64nvme.Checksum(data))
 	}
 }
 

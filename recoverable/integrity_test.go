@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/streamtest"
 	"github.com/s3once/s3once/recoverable"
@@ -65,7 +66,7 @@ func TestCorruptedBodiesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Write(streamtest.Data(70, streamtest.PartSize+1))
-	if _, err := s.Persist(ctx); err == nil || recoverable.ErrorCode(err) != "BadDigest" {
+	if _, err := s.Persist(ctx); err == nil || s3call.APICode(err) != "BadDigest" {
 		t.Fatalf("persist over a corrupted part: %v, want the server's BadDigest", err)
 	}
 	_ = s.Dispose(ctx)
@@ -74,7 +75,7 @@ func TestCorruptedBodiesRefused(t *testing.T) {
 	s2.Write(streamtest.Data(71, 100_000)) // a tail only: the side object
 	_, err = s2.Persist(ctx)
 	var e *recoverable.Error
-	if recoverable.ErrorCode(err) != "BadDigest" || !errors.As(err, &e) {
+	if s3call.APICode(err) != "BadDigest" || !errors.As(err, &e) {
 		t.Fatalf("persist over a corrupted side object: %v, want a typed BadDigest", err)
 	}
 	_ = s2.Dispose(ctx)

@@ -47,7 +47,7 @@ func TestHostileTailObject(t *testing.T) {
 		t.Fatalf("a token the stream made: %v", err)
 	}
 
-	hostile := []recoverable.ResumeRecoverable{rr, rr, rr, rr}
+	hostile := []recoverable.ResumeToken{rr, rr, rr, rr}
 	hostile[0].Tail.Object = victim
 	hostile[1].StagingPrefix, hostile[1].Tail.Object = "warehouse", victim // prefix moved along
 	hostile[2].Tail.Object = recoverable.SideObjectPrefix(rr.StagingPrefix, rr.UploadID) + "../../../" + victim

@@ -20,7 +20,7 @@ import (
 // stalled upload of part 2 lands, giving the part a third ETag under SSE-KMS.
 // It returns the token taken after the re-upload, the client and the file's
 // bytes.
-func lateReupload(t *testing.T, o recoverable.Options, randomETags bool) (recoverable.ResumeRecoverable, *s3fault.Client, []byte) {
+func lateReupload(t *testing.T, o recoverable.Options, randomETags bool) (recoverable.ResumeToken, *s3fault.Client, []byte) {
 	t.Helper()
 	const ps = streamtest.PartSize
 	ctx := context.Background()

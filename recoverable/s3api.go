@@ -22,22 +22,6 @@ type S3 interface {
 
 var _ S3 = (*s3.Client)(nil)
 
-// The functions below read S3 errors for callers of this package; the one
-// mapping behind them is the internal s3call package's.
-
-// ErrorCode returns the S3 error code of err ("NoSuchUpload", "SlowDown", ...),
-// or "" when err carries none.
-func ErrorCode(err error) string { return s3call.APICode(err) }
-
-// StatusCode returns the HTTP status of the response err came from, or 0.
-func StatusCode(err error) int { return s3call.HTTPStatus(err) }
-
-// IsNotFound reports whether err says the object, upload or bucket is absent.
-func IsNotFound(err error) bool { return s3call.IsNotFound(err) }
-
-// IsNoSuchUpload reports whether err says the multipart upload is gone.
-func IsNoSuchUpload(err error) bool { return s3call.IsNoSuchUpload(err) }
-
 // ErrCallTimeout: an S3 call got no answer within Options.CallTimeout, on every
 // attempt.
 var ErrCallTimeout = s3call.ErrCallTimeout

@@ -10,6 +10,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/crc64nvme"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3once/s3once/internal/s3call"
@@ -162,7 +163,7 @@ func (s *Stream) fill(p []byte) int {
 		k := min(n-done, crcPiece)
 		at := len(s.buf)
 		s.buf = append(s.buf, p[done:done+k]...)
-		s.bufCRC = UpdateCRC64(s.bufCRC, s.buf[at:])
+		s.bufCRC = crc64nvme.Update(s.bufCRC, s.buf[at:])
 		done += k
 	}
 	return n
@@ -257,7 +258,7 @@ func (s *Stream) uploadPart(ctx context.Context, num int32, buf []byte, crc uint
 	}
 	if !s.opts.DisableChecksums {
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-		in.ChecksumCRC64NVME = aws.String(EncodeCRC(crc))
+		in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(crc))
 	}
 	var bodies bodies
 	out, err := s3call.Do(ctx, s.opts.policy(), fmt.Sprintf("upload part %d", num), func(ctx context.Context) (*s3.UploadPartOutput, error) {
@@ -341,9 +342,9 @@ func (s *Stream) drain(ctx context.Context) error {
 // Persist leaves the stream usable (unless a part upload failed, which breaks
 // it); the next Persist writes its side object under another key, so a late
 // write of the failed attempt can never replace a newer token's tail.
-func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
+func (s *Stream) Persist(ctx context.Context) (ResumeToken, error) {
 	if s.closed {
-		return ResumeRecoverable{}, s.fail("persist", ErrClosed, "")
+		return ResumeToken{}, s.fail("persist", ErrClosed, "")
 	}
 	// Every attempt takes a sequence number of its own, failed ones too: the
 	// PUT of a failed attempt may still land later (its reply was lost, or a
@@ -372,7 +373,7 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 		}
 		if !s.opts.DisableChecksums {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(EncodeCRC(tail.CRC))
+			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(tail.CRC))
 		}
 		buf := s.buf
 		g.Go(func() error {
@@ -400,13 +401,13 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 		if mutReusePersistKey() {
 			s.seq--
 		}
-		return ResumeRecoverable{}, err
+		return ResumeToken{}, err
 	}
 	s.persisted = true
 	s.mu.Lock()
 	parts := s.parts
 	s.mu.Unlock()
-	return ResumeRecoverable{
+	return ResumeToken{
 		Bucket: s.bucket, Key: s.key, UploadID: s.upload,
 		PartSize: s.size, StagingPrefix: s.staging, Seq: seq,
 		Parts: parts, Tail: tail,
@@ -416,12 +417,12 @@ func (s *Stream) Persist(ctx context.Context) (ResumeRecoverable, error) {
 // CloseForCommit uploads what is left as the last part, waits for every part and
 // returns the token that commits the file. The stream is closed afterwards. An
 // empty file (no byte ever written) becomes a zero-byte object.
-func (s *Stream) CloseForCommit(ctx context.Context) (CommitRecoverable, error) {
+func (s *Stream) CloseForCommit(ctx context.Context) (CommitToken, error) {
 	if s.closed {
-		return CommitRecoverable{}, s.fail("close for commit", ErrClosed, "")
+		return CommitToken{}, s.fail("close for commit", ErrClosed, "")
 	}
 	if err := s.drain(ctx); err != nil {
-		return CommitRecoverable{}, err
+		return CommitToken{}, err
 	}
 	if len(s.buf) > 0 || s.nextPart == 1 {
 		part, free, err := s.uploadPart(ctx, s.nextPart, s.buf, s.bufCRC)
@@ -429,7 +430,7 @@ func (s *Stream) CloseForCommit(ctx context.Context) (CommitRecoverable, error) 
 			s.detach()
 		}
 		if err != nil {
-			return CommitRecoverable{}, err
+			return CommitToken{}, err
 		}
 		s.nextPart++
 		s.record(part, nil)
@@ -438,12 +439,12 @@ func (s *Stream) CloseForCommit(ctx context.Context) (CommitRecoverable, error) 
 	parts := s.parts
 	s.mu.Unlock()
 	if parts.Count != int(s.nextPart)-1 {
-		return CommitRecoverable{}, s.fail("close for commit", fmt.Errorf("internal: %d parts folded of %d uploaded", parts.Count, s.nextPart-1), "")
+		return CommitToken{}, s.fail("close for commit", fmt.Errorf("internal: %d parts folded of %d uploaded", parts.Count, s.nextPart-1), "")
 	}
 	s.closed = true
 	s.persisted = true
 	s.release()
-	return CommitRecoverable{
+	return CommitToken{
 		Bucket: s.bucket, Key: s.key, UploadID: s.upload,
 		StagingPrefix: s.staging, Parts: parts,
 	}, nil

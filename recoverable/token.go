@@ -82,11 +82,11 @@ type Tail struct {
 	Inline []byte
 }
 
-// ResumeRecoverable is the resume token of a stream: everything needed to carry
+// ResumeToken is the resume token of a stream: everything needed to carry
 // on writing the file after a crash. It describes exactly the upload's parts
 // 1..Parts.Count followed by the tail (invariant I1). Its size does not grow with
 // the number of parts.
-type ResumeRecoverable struct {
+type ResumeToken struct {
 	Bucket   string
 	Key      string
 	UploadID string
@@ -104,17 +104,17 @@ type ResumeRecoverable struct {
 }
 
 // Size is the number of bytes the token describes (parts plus tail).
-func (r ResumeRecoverable) Size() int64 { return r.Parts.Bytes + r.Tail.Len }
+func (r ResumeToken) Size() int64 { return r.Parts.Bytes + r.Tail.Len }
 
 // CRC is the CRC64NVME of all the bytes the token describes.
-func (r ResumeRecoverable) CRC() uint64 {
+func (r ResumeToken) CRC() uint64 {
 	return CRC64Combine(r.Parts.CRC, r.Tail.CRC, r.Tail.Len)
 }
 
-// CommitRecoverable is the commit token of a closed stream: the upload, its parts
+// CommitToken is the commit token of a closed stream: the upload, its parts
 // (in constant space) and the full object's identity (size and CRC64NVME), which
 // the committer checks against what it completes and what it finds at the key.
-type CommitRecoverable struct {
+type CommitToken struct {
 	Bucket        string
 	Key           string
 	UploadID      string
@@ -123,10 +123,10 @@ type CommitRecoverable struct {
 }
 
 // Size is the object's size in bytes.
-func (c CommitRecoverable) Size() int64 { return c.Parts.Bytes }
+func (c CommitToken) Size() int64 { return c.Parts.Bytes }
 
 // CRC is the object's full-object CRC64NVME.
-func (c CommitRecoverable) CRC() uint64 { return c.Parts.CRC }
+func (c CommitToken) CRC() uint64 { return c.Parts.CRC }
 
 // ErrForeignStaging: the token's side objects lie under another staging prefix
 // than the one this Writer (or committer) was configured with, so it refuses

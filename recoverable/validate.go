@@ -12,7 +12,7 @@ import (
 // UploadID) and is named as the stream names side objects. Recover and Cleanup
 // call it, and so do the coder's decoders, so a corrupted or hostile token
 // never makes s3once read or delete another key.
-func (rr ResumeRecoverable) Validate() error {
+func (rr ResumeToken) Validate() error {
 	switch {
 	case rr.Bucket == "" || rr.Key == "" || rr.UploadID == "":
 		return fmt.Errorf("%w: bucket, key and upload ID are required", ErrInvalidToken)
@@ -34,7 +34,7 @@ func (rr ResumeRecoverable) Validate() error {
 	return checkTailObject(rr.StagingPrefix, rr.UploadID, rr.Tail.Object)
 }
 
-func (rr ResumeRecoverable) fail(op string, err error, hint string) error {
+func (rr ResumeToken) fail(op string, err error, hint string) error {
 	var e *Error
 	if errors.As(err, &e) {
 		return err

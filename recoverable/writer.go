@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
@@ -97,7 +98,7 @@ func (w *Writer) Open(ctx context.Context, bucket, key string, oo ObjectOptions)
 //
 // The recovered stream keeps the token's part size and staging prefix, whatever
 // this writer's options say, so the file's layout never changes mid-way.
-func (w *Writer) Recover(ctx context.Context, rr ResumeRecoverable) (*Stream, error) {
+func (w *Writer) Recover(ctx context.Context, rr ResumeToken) (*Stream, error) {
 	if err := rr.Validate(); err != nil {
 		return nil, rr.fail("recover", err, "")
 	}
@@ -125,15 +126,15 @@ func (w *Writer) Recover(ctx context.Context, rr ResumeRecoverable) (*Stream, er
 // RecoverForCommit recovers the stream and closes it for commit at once: the
 // token's tail becomes the upload's last part. The result commits exactly the
 // bytes the token describes.
-func (w *Writer) RecoverForCommit(ctx context.Context, rr ResumeRecoverable) (CommitRecoverable, error) {
+func (w *Writer) RecoverForCommit(ctx context.Context, rr ResumeToken) (CommitToken, error) {
 	s, err := w.Recover(ctx, rr)
 	if err != nil {
-		return CommitRecoverable{}, err
+		return CommitToken{}, err
 	}
 	cr, err := s.CloseForCommit(ctx)
 	if err != nil {
 		_ = s.Dispose(ctx)
-		return CommitRecoverable{}, err
+		return CommitToken{}, err
 	}
 	return cr, nil
 }
@@ -145,7 +146,7 @@ func (w *Writer) RecoverForCommit(ctx context.Context, rr ResumeRecoverable) (Co
 // upload (ownkeys.IsSideObjectOf), and only under this Writer's staging
 // prefix. A token that fails Validate gives ErrInvalidToken, one whose staging
 // prefix is another gives ErrForeignStaging; either way nothing is deleted.
-func (w *Writer) Cleanup(ctx context.Context, rr ResumeRecoverable) error {
+func (w *Writer) Cleanup(ctx context.Context, rr ResumeToken) error {
 	if err := rr.Validate(); err != nil {
 		return rr.fail("cleanup", err, "nothing was deleted")
 	}
@@ -162,7 +163,7 @@ func (w *Writer) Cleanup(ctx context.Context, rr ResumeRecoverable) error {
 	return nil
 }
 
-func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, error) {
+func (w *Writer) fetchTail(ctx context.Context, rr ResumeToken) ([]byte, error) {
 	t := rr.Tail
 	if t.Len == 0 {
 		return nil, nil
@@ -197,7 +198,7 @@ func (w *Writer) fetchTail(ctx context.Context, rr ResumeRecoverable) ([]byte, e
 	if int64(len(data)) != t.Len {
 		return nil, rr.fail("recover", fmt.Errorf("%w: tail holds %d bytes, token says %d", ErrTailCorrupt, len(data), t.Len), hintTail)
 	}
-	if c := CRC64(data); c != t.CRC {
+	if c := crc64nvme.Checksum(data); c != t.CRC {
 		return nil, rr.fail("recover", fmt.Errorf("%w: tail CRC64NVME %016x, token says %016x", ErrTailCorrupt, c, t.CRC), hintTail)
 	}
 	return data, nil

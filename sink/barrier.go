@@ -146,7 +146,7 @@ func (f *barrierFn) Setup(ctx context.Context) error {
 // barrierFile is one file at the barrier: its token and what its key holds.
 type barrierFile struct {
 	p      pendingFile
-	cr     recoverable.CommitRecoverable
+	cr     recoverable.CommitToken
 	holds  committer.Holding
 	looked error
 }
@@ -155,7 +155,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	var all []*barrierFile
 	var p pendingFile
 	for files(&p) {
-		cr, err := coder.DecodeCommit(p.Commit)
+		cr, err := coder.DecodeCommitToken(p.Commit)
 		if err != nil {
 			return fmt.Errorf("s3once sink: barrier: commit token of s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)
 		}
@@ -239,7 +239,7 @@ func (f *barrierFn) refuse(ctx context.Context, all []*barrierFile, err error) e
 // discard aborts every file's upload and deletes its side objects
 // (committer.Discard: detached, under the committer's one clean-up bound).
 func (f *barrierFn) discard(ctx context.Context, all []*barrierFile) error {
-	crs := make([]recoverable.CommitRecoverable, len(all))
+	crs := make([]recoverable.CommitToken, len(all))
 	for i, bf := range all {
 		crs[i] = bf.cr
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/frame"
 )
 
 // batch is the writer's element: records of one shard of one destination,
@@ -213,8 +213,8 @@ func subBatchHash(rec []byte) int {
 	return int(h >> 58)
 }
 
-// The batch encoding, version 3: one frame of the coder package
-// (coder.Framing, magic "S3WB", a bound of maxBatchPayload) around the
+// The batch encoding, version 3: one frame of internal/frame
+// (frame.Framing, magic "S3WB", a bound of maxBatchPayload) around the
 // payload: the destination, the window (length-prefixed strings), the pane,
 // the shard, the shard count, the sub-batch, the sub-batch count and the
 // number of records (minimal uvarints), then the records, each
@@ -229,7 +229,7 @@ func subBatchHash(rec []byte) int {
 // in checkpoints taken by an earlier build are read by this one; encodeBatch
 // writes version 3 only. testdata/batch_v1.bin and batch_v2*.bin are
 // examples of them, batch_v3*.bin of version 3.
-var batchFraming = coder.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: maxBatchPayload}
+var batchFraming = frame.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: maxBatchPayload}
 
 const (
 	batchVersion = 3
@@ -237,7 +237,7 @@ const (
 	// with their length prefixes and the header fields fit under it (for
 	// records of 4 bytes or more, terminator included), and so does the
 	// frame's four-byte length field.
-	maxBatchPayload = coder.MaxFramePayload
+	maxBatchPayload = frame.MaxLength
 )
 
 // errBatchEncoding is wrapped by every batch decoding error.
@@ -312,10 +312,10 @@ func decodeLegacyBatch(data []byte) (byte, []byte, error) {
 
 // decodeBatchPayload reads a payload of the given version (1 to 3).
 func decodeBatchPayload(version byte, payload []byte) (batch, error) {
-	r := coder.NewFieldReader("batch", payload)
+	r := frame.NewReader("batch", payload)
 	var b batch
-	b.Destination = r.String("destination", MaxDestinationLen)
-	b.Window = r.String("window", 256)
+	b.Destination = r.String("destination", 0, MaxDestinationLen)
+	b.Window = r.String("window", 0, 256)
 	pane := r.Uvarint("pane", math.MaxInt64)
 	shard := r.Uvarint("shard", MaxShards-1)
 	shards := r.Uvarint("shard count", MaxShards)
@@ -344,7 +344,7 @@ func decodeBatchPayload(version byte, payload []byte) (batch, error) {
 	}
 	b.Lines = make([][]byte, 0, count)
 	for range count {
-		b.Lines = append(b.Lines, r.Bytes("record", r.Remaining()))
+		b.Lines = append(b.Lines, r.Bytes("record", 0, r.Remaining()))
 	}
 	if err := r.Finish(); err != nil {
 		return batch{}, err

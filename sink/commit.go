@@ -126,7 +126,7 @@ func (f *commitFn) init(client committer.S3) error {
 // Prefix. A token reaches the commit stage from the runner (a checkpoint, a
 // shuffle), so it is checked before any S3 call: a corrupted or hostile one
 // could otherwise complete, or abort, any upload the credentials reach.
-func checkOwnToken(s settings, cr recoverable.CommitRecoverable) error {
+func checkOwnToken(s settings, cr recoverable.CommitToken) error {
 	var why string
 	switch {
 	case cr.Bucket != s.Bucket:
@@ -156,7 +156,7 @@ func commitAgain(err error) bool {
 
 func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(FileResult)) error {
 	defer reportThrottling(ctx)
-	cr, err := coder.DecodeCommit(p.Commit)
+	cr, err := coder.DecodeCommitToken(p.Commit)
 	if err != nil {
 		return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", p.Result.Bucket, p.Result.Key, err)
 	}

@@ -60,14 +60,14 @@ func TestCommitStageRetriesAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := coder.EncodeCommit(cr)
+	b, err := coder.EncodeCommitToken(cr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One round per committer call, and a 409 for each of the first two
 	// calls: the committer gives up twice, the third call commits.
 	api := &conflicting{Client: s3fault.New(c), code: "OperationAborted", n: 2}
-	cm, err := committer.New(api, committer.Options{StagingPrefix: st.StagingPrefix, MaxAttempts: 1, SkipPreflight: true})
+	cm, err := committer.New(api, committer.Options{StagingPrefix: st.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, SkipPreflight: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestKeyTakenMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := coder.EncodeCommit(cr)
+	tok, err := coder.EncodeCommitToken(cr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestKeyTakenMessage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%q is not base64: %v", m[1], err)
 	}
-	got, err := coder.DecodeCommit(raw)
+	got, err := coder.DecodeCommitToken(raw)
 	if err != nil || got.UploadID != cr.UploadID || got.Key != key {
 		t.Fatalf("the message's token decodes to %+v, %v; want the file's", got, err)
 	}

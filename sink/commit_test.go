@@ -34,7 +34,7 @@ func TestCommitStageRefusesForeignTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Genuine uploads with genuine tokens, at keys the sink does not own.
-	open := func(bucket, key string) recoverable.CommitRecoverable {
+	open := func(bucket, key string) recoverable.CommitToken {
 		w, err := recoverable.NewWriter(c, recoverable.Options{PartSize: recoverable.MinPartSize})
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestCommitStageRefusesForeignTokens(t *testing.T) {
 		}
 		return cr
 	}
-	tokens := map[string]recoverable.CommitRecoverable{
+	tokens := map[string]recoverable.CommitToken{
 		"another bucket":          open(other, fileName),
 		"a key outside Prefix":    open(own, victim),
 		"not a file name":         open(own, "out/notes.txt"),
@@ -59,7 +59,7 @@ func TestCommitStageRefusesForeignTokens(t *testing.T) {
 	before := map[string][]string{own: s3test.Uploads(t, c, own), other: s3test.Uploads(t, c, other)}
 	for name, cr := range tokens {
 		t.Run(name, func(t *testing.T) {
-			b, err := coder.EncodeCommit(cr)
+			b, err := coder.EncodeCommitToken(cr)
 			if err != nil {
 				t.Fatal(err)
 			}

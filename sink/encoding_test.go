@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/frame"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -22,13 +24,13 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // inline tail.
 func fixtureToken(t testing.TB) []byte {
 	t.Helper()
-	rr := recoverable.ResumeRecoverable{
+	rr := recoverable.ResumeToken{
 		Bucket: "bucket", Key: "out/d/global-pane-0-shard-00001-of-00003-file-00002.txt.gz",
 		UploadID: "upload-1", PartSize: 5 << 20, StagingPrefix: ".s3once/staging/", Seq: 3,
 		Parts: recoverable.Chain([]recoverable.Part{{Number: 1, Size: 5 << 20, ETag: `"0123456789abcdef"`, CRC: 0x1234}}),
-		Tail:  recoverable.Tail{Len: 5, CRC: recoverable.CRC64([]byte("hello")), Inline: []byte("hello")},
+		Tail:  recoverable.Tail{Len: 5, CRC: crc64nvme.Checksum([]byte("hello")), Inline: []byte("hello")},
 	}
-	b, err := coder.EncodeResume(rr)
+	b, err := coder.EncodeResumeToken(rr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +146,9 @@ func TestBatchFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, p, err := coder.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: coder.MaxFramePayload}.Unframe(255, enc)
-	if err != nil || v != batchVersion || len(p) != len(enc)-coder.Overhead {
-		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-coder.Overhead)
+	v, p, err := frame.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: frame.MaxLength}.Unframe(255, enc)
+	if err != nil || v != batchVersion || len(p) != len(enc)-frame.Overhead {
+		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-frame.Overhead)
 	}
 	// The frame is written in place, in a buffer sized up front.
 	if extra := cap(enc) - len(enc); extra > 128 {

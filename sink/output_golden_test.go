@@ -267,7 +267,7 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 		}
 	}
 	for _, p := range pending {
-		cr, err := coder.DecodeCommit(p.Commit)
+		cr, err := coder.DecodeCommitToken(p.Commit)
 		if err != nil {
 			t.Fatal(err)
 		}

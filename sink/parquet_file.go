@@ -235,7 +235,7 @@ func (w *fileWriter) resumeParquet(rest restriction) error {
 	if p == nil {
 		return nil
 	}
-	rr, err := coder.DecodeResume(rest.Token)
+	rr, err := coder.DecodeResumeToken(rest.Token)
 	if err != nil {
 		return w.fail("decode resume token", err)
 	}

@@ -51,7 +51,7 @@ func benchPartitionCheck(b *testing.B, files int) {
 		objects[key] = body
 		all = append(all, &barrierFile{
 			p:  pendingFile{Result: FileResult{Destination: "dest", Window: window}},
-			cr: recoverable.CommitRecoverable{Key: key},
+			cr: recoverable.CommitToken{Key: key},
 		})
 	}
 	fake.Seed(bucket, objects)

@@ -298,7 +298,7 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := func(key string, body string) (pendingFile, recoverable.CommitRecoverable) {
+	closed := func(key string, body string) (pendingFile, recoverable.CommitToken) {
 		w, err := recoverable.NewWriter(c, recoverable.Options{PartSize: recoverable.MinPartSize, StagingPrefix: st.StagingPrefix})
 		if err != nil {
 			t.Fatal(err)
@@ -312,7 +312,7 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := coder.EncodeCommit(cr)
+		b, err := coder.EncodeCommitToken(cr)
 		if err != nil {
 			t.Fatal(err)
 		}

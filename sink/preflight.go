@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/recoverable"
 )
 
 // ErrPreflight is wrapped by every error Preflight returns.
@@ -325,7 +325,7 @@ func (p *prober) run(ctx context.Context) {
 		in := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
 		if !p.s.DisableChecksums {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(recoverable.CRC64(body)))
+			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(crc64nvme.Checksum(body)))
 		}
 		_, err := p.api.PutObject(ctx, in)
 		if err == nil {
@@ -371,7 +371,7 @@ func (p *prober) run(ctx context.Context) {
 		p.pe.Unchecked = append(p.pe.Unchecked, "conditional PutObject")
 		return
 	}
-	c, err := committer.New(p.api, committer.Options{MaxAttempts: 2, CallTimeout: preflightCallTimeout})
+	c, err := committer.New(p.api, committer.Options{MaxAttempts: 2, MaxRounds: 2, CallTimeout: preflightCallTimeout})
 	if err != nil {
 		p.add("set up the committer", "", "", "", err)
 		return
@@ -463,7 +463,7 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 // completeInput builds a conditional completion of the one part body, as a
 // commit sends it.
 func (p *prober) completeInput(key, id, etag string, body []byte) *s3.CompleteMultipartUploadInput {
-	crc := recoverable.CRC64(body)
+	crc := crc64nvme.Checksum(body)
 	return s3call.CompleteInput(s3call.Completion{
 		Bucket: p.s.Bucket, Key: key, UploadID: id,
 		Parts: []s3call.CompletedPart{{Number: 1, ETag: etag, CRC: crc}},
@@ -502,7 +502,7 @@ func (p *prober) uploadPart(ctx context.Context, what, key, id string, n int32, 
 		}
 		if !p.s.DisableChecksums {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(recoverable.CRC64(body)))
+			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(crc64nvme.Checksum(body)))
 		}
 		out, err := p.api.UploadPart(ctx, in)
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/frame"
 )
 
 // restriction is the writer's restriction: the records [Start, End) of its
@@ -15,7 +15,7 @@ import (
 //
 // When Token is nil, record Start begins file FileIndex. Otherwise file
 // FileIndex is open: Token is its encoded resume token
-// (coder.EncodeResume), and FileRecords records making FileBytes record bytes
+// (coder.EncodeResumeToken), and FileRecords records making FileBytes record bytes
 // are in it already; record Start is its next one. A token is only ever taken
 // where a compressed member ends (a sync point), so the file's bytes are
 // complete streams up to the token.
@@ -48,13 +48,13 @@ func (r restriction) validate() error {
 	return nil
 }
 
-// The restriction's encoding is a frame of the coder package (magic "S3WR",
+// The restriction's encoding is a frame of internal/frame (magic "S3WR",
 // version 1) around: Start, End, FileIndex, FileRecords, FileBytes as minimal
 // uvarints, then the token's length (uvarint; 0 for none) and bytes. The
 // token is carried as the writer made it: the restriction's coder never
 // decodes it (the frame's checksum covers it); the writer decodes it once,
 // when it resumes the file (fileWriter.recover).
-var restrictionMagic = [4]byte{'S', '3', 'W', 'R'}
+var restrictionFraming = frame.Framing{Magic: [4]byte{'S', '3', 'W', 'R'}}
 
 const restrictionVersion byte = 1
 
@@ -73,7 +73,10 @@ func encodeRestriction(r restriction) ([]byte, error) {
 	p = binary.AppendUvarint(p, uint64(r.FileBytes))
 	p = binary.AppendUvarint(p, uint64(len(r.Token)))
 	p = append(p, r.Token...)
-	b, err := coder.Frame(restrictionMagic, restrictionVersion, p)
+	b, err := restrictionFraming.Begin(restrictionVersion, len(p))
+	if err == nil {
+		b, err = restrictionFraming.End(append(b, p...))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: cannot encode restriction: %w", err)
 	}
@@ -83,18 +86,18 @@ func encodeRestriction(r restriction) ([]byte, error) {
 // decodeRestriction decodes what encodeRestriction wrote. The result does not
 // alias data.
 func decodeRestriction(data []byte) (restriction, error) {
-	_, p, err := coder.Unframe(restrictionMagic, restrictionVersion, data)
+	_, p, err := restrictionFraming.Unframe(restrictionVersion, data)
 	if err != nil {
 		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
 	}
-	fr := coder.NewFieldReader("restriction", p)
+	fr := frame.NewReader("restriction", p)
 	var r restriction
 	r.Start = int64(fr.Uvarint("Start", math.MaxInt64))
 	r.End = int64(fr.Uvarint("End", math.MaxInt64))
 	r.FileIndex = int(fr.Uvarint("FileIndex", math.MaxInt32))
 	r.FileRecords = int64(fr.Uvarint("FileRecords", math.MaxInt64))
 	r.FileBytes = int64(fr.Uvarint("FileBytes", math.MaxInt64))
-	tok := fr.Bytes("Token", fr.Remaining())
+	tok := fr.Bytes("Token", 0, fr.Remaining())
 	if err := fr.Finish(); err != nil {
 		return restriction{}, fmt.Errorf("%w: %w", errRestrictionEncoding, err)
 	}

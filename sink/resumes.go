@@ -39,7 +39,7 @@ var (
 )
 
 // handOver notes a token given to the runner at a self-checkpoint.
-func handOver(rr recoverable.ResumeRecoverable) {
+func handOver(rr recoverable.ResumeToken) {
 	handedOverMu.Lock()
 	defer handedOverMu.Unlock()
 	if len(handedOver) >= maxHandedOver {
@@ -50,7 +50,7 @@ func handOver(rr recoverable.ResumeRecoverable) {
 
 // takeBack reports whether rr is a token this process handed over at a
 // self-checkpoint, and forgets it.
-func takeBack(rr recoverable.ResumeRecoverable) bool {
+func takeBack(rr recoverable.ResumeToken) bool {
 	handedOverMu.Lock()
 	defer handedOverMu.Unlock()
 	id := tokenID{rr.UploadID, rr.Seq}

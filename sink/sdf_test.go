@@ -661,7 +661,7 @@ func TestWriterRewritesLostArtifacts(t *testing.T) {
 			// Take one checkpoint, then stop: the file stays open.
 			r := &runner{t: t, s: cfg("out"), client: c, rng: rand.New(rand.NewPCG(2, 2)), checkpointP: 1, plain: true}
 			first := r.firstCheckpoint(b)
-			rr, err := coder.DecodeResume(first.Token)
+			rr, err := coder.DecodeResumeToken(first.Token)
 			if err != nil {
 				t.Fatal(err)
 			}

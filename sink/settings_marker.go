@@ -473,7 +473,7 @@ func (p *prober) checkSettings(ctx context.Context) {
 	key := ownkeys.SettingsKey(p.s.Prefix)
 	now := p.s.fingerprint()
 	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, CallTimeout: preflightCallTimeout})
+		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ const (
 )
 
 // pendingFile is a closed file waiting for its commit: its encoded commit
-// token (coder.EncodeCommit) and what the commit stage reports once it is
+// token (coder.EncodeCommitToken) and what the commit stage reports once it is
 // committed.
 type pendingFile struct {
 	Commit []byte
@@ -373,7 +373,7 @@ func (w *fileWriter) open() error {
 
 // recover reopens the file a token describes.
 func (w *fileWriter) recover(token []byte) error {
-	rr, err := coder.DecodeResume(token)
+	rr, err := coder.DecodeResumeToken(token)
 	if err != nil {
 		return w.fail("decode resume token", err)
 	}
@@ -473,7 +473,7 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 		return r, w.fail("persist", err)
 	}
 	metricPersists.Inc(w.ctx, 1)
-	if r.Token, err = coder.EncodeResume(rr); err != nil {
+	if r.Token, err = coder.EncodeResumeToken(rr); err != nil {
 		return r, w.fail("encode resume token", err)
 	}
 	handOver(rr)
@@ -506,7 +506,7 @@ func (w *fileWriter) close() error {
 	}
 	_ = w.stream.Dispose(w.ctx) // frees buffers; a closed stream aborts nothing
 	w.stream = nil
-	enc, err := coder.EncodeCommit(cr)
+	enc, err := coder.EncodeCommitToken(cr)
 	if err != nil {
 		return w.fail("encode commit token", err)
 	}
@@ -553,7 +553,7 @@ var finalizeRegistered, finalizeRan atomic.Int64
 // never run, yet stays reachable as long as the plan does. Once a callback of
 // the instance has run, its plan has been finalized, so further callbacks
 // would only pile up; the commit stage commits those files.
-func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable.CommitRecoverable) {
+func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable.CommitToken) {
 	if bf == nil || f.finalized.Load() {
 		return
 	}

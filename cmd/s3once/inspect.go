@@ -171,11 +171,11 @@ func describeToken(raw []byte) (tokenJSON, error) {
 // decodeToken tries both decoders. When exactly one recognises the bytes
 // (their magic) but refuses them, its error is returned; otherwise both are.
 func decodeToken(b []byte) (tokenJSON, error) {
-	rr, rerr := coder.DecodeResume(b)
+	rr, rerr := coder.DecodeResumeToken(b)
 	if rerr == nil {
 		return resumeJSON(rr, len(b)), nil
 	}
-	cr, cerr := coder.DecodeCommit(b)
+	cr, cerr := coder.DecodeCommitToken(b)
 	if cerr == nil {
 		return commitJSON(cr, len(b)), nil
 	}
@@ -229,7 +229,7 @@ func partsOf(p recoverable.PartList) partsJSON {
 	return partsJSON{Count: p.Count, Bytes: p.Bytes, Digest: hex.EncodeToString(p.Digest[:]), CRC64NVME: crcHex(p.CRC)}
 }
 
-func resumeJSON(r recoverable.ResumeRecoverable, n int) tokenJSON {
+func resumeJSON(r recoverable.ResumeToken, n int) tokenJSON {
 	t := &tailJSON{Length: r.Tail.Len, CRC64NVME: crcHex(r.Tail.CRC), Storage: "none"}
 	switch {
 	case r.Tail.Object != "":
@@ -241,17 +241,17 @@ func resumeJSON(r recoverable.ResumeRecoverable, n int) tokenJSON {
 		Kind: "resume", EncodedBytes: n,
 		Bucket: r.Bucket, Key: r.Key, UploadID: r.UploadID,
 		StagingPrefix: r.StagingPrefix, SideObjectPrefix: recoverable.SideObjectPrefix(r.StagingPrefix, r.UploadID),
-		Size: r.Size(), CRC64NVME: crcHex(r.CRC()), CRC64NVMEBase64: recoverable.EncodeCRC(r.CRC()),
+		Size: r.Size(), CRC64NVME: crcHex(r.CRC()), CRC64NVMEBase64: s3call.EncodeCRC(r.CRC()),
 		PartSize: r.PartSize, Seq: r.Seq, Parts: partsOf(r.Parts), Tail: t,
 	}
 }
 
-func commitJSON(c recoverable.CommitRecoverable, n int) tokenJSON {
+func commitJSON(c recoverable.CommitToken, n int) tokenJSON {
 	return tokenJSON{
 		Kind: "commit", EncodedBytes: n,
 		Bucket: c.Bucket, Key: c.Key, UploadID: c.UploadID,
 		StagingPrefix: c.StagingPrefix, SideObjectPrefix: recoverable.SideObjectPrefix(c.StagingPrefix, c.UploadID),
-		Size: c.Size(), CRC64NVME: crcHex(c.CRC()), CRC64NVMEBase64: recoverable.EncodeCRC(c.CRC()),
+		Size: c.Size(), CRC64NVME: crcHex(c.CRC()), CRC64NVMEBase64: s3call.EncodeCRC(c.CRC()),
 		Parts: partsOf(c.Parts),
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -111,7 +112,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 }
 
 // tokens writes a file through a real server and returns its tokens.
-func tokens(t *testing.T) (recoverable.ResumeRecoverable, recoverable.CommitRecoverable) {
+func tokens(t *testing.T) (recoverable.ResumeToken, recoverable.CommitToken) {
 	t.Helper()
 	srv := s3test.Start(t, s3test.Options{})
 	client := srv.Client(s3test.ClientOptions{})
@@ -141,11 +142,11 @@ func tokens(t *testing.T) (recoverable.ResumeRecoverable, recoverable.CommitReco
 
 func TestInspect(t *testing.T) {
 	rr, cr := tokens(t)
-	rb, err := coder.EncodeResume(rr)
+	rb, err := coder.EncodeResumeToken(rr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := coder.EncodeCommit(cr)
+	cb, err := coder.EncodeCommitToken(cr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestInspect(t *testing.T) {
 	checkCommit := func(tj tokenJSON) {
 		t.Helper()
 		if tj.Kind != "commit" || tj.Bucket != cr.Bucket || tj.Key != cr.Key || tj.UploadID != cr.UploadID ||
-			tj.Size != cr.Size() || tj.CRC64NVMEBase64 != recoverable.EncodeCRC(cr.CRC()) || tj.Parts.Count != cr.Parts.Count ||
+			tj.Size != cr.Size() || tj.CRC64NVMEBase64 != s3call.EncodeCRC(cr.CRC()) || tj.Parts.Count != cr.Parts.Count ||
 			tj.SideObjectPrefix != recoverable.SideObjectPrefix(cr.StagingPrefix, cr.UploadID) || tj.EncodedBytes != len(cb) {
 			t.Fatalf("commit token printed as %+v", tj)
 		}

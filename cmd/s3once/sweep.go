@@ -88,7 +88,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts, Versioned: *versioned})
+	c, err := committer.New(client, committer.Options{SweepConcurrency: *concurrency, MaxAttempts: *attempts, MaxRounds: *attempts, Versioned: *versioned})
 	if err != nil {
 		return usagef("%v", err)
 	}

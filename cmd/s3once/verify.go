@@ -127,7 +127,7 @@ func verifyCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := committer.New(client, committer.Options{MaxAttempts: *attempts, StagingPrefix: *staging, SkipPreflight: true})
+	c, err := committer.New(client, committer.Options{MaxAttempts: *attempts, MaxRounds: *attempts, StagingPrefix: *staging, SkipPreflight: true})
 	if err != nil {
 		return usagef("%v", err)
 	}

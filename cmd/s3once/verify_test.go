@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/manifest"
@@ -27,7 +28,6 @@ import (
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/internal/tablemarker"
-	"github.com/s3once/s3once/recoverable"
 )
 
 const (
@@ -64,7 +64,7 @@ func (f *outFolder) file(key string) manifest.Entry {
 	f.t.Helper()
 	b := body(key)
 	f.put(key, b)
-	return manifest.Entry{Key: key, Size: int64(len(b)), CRC64NVME: recoverable.CRC64(b), Records: 3}
+	return manifest.Entry{Key: key, Size: int64(len(b)), CRC64NVME: crc64nvme.Checksum(b), Records: 3}
 }
 
 func (f *outFolder) manifest(dest, window string, entries ...manifest.Entry) {
@@ -599,7 +599,7 @@ func TestVerifyUnderFaults(t *testing.T) {
 		t.Helper()
 		fc := s3fault.New(client)
 		hook(fc)
-		c, err := committer.New(fc, committer.Options{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, SkipPreflight: true})
+		c, err := committer.New(fc, committer.Options{MaxAttempts: 3, MaxRounds: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, SkipPreflight: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/mutant"
@@ -119,7 +120,7 @@ const fileSize = 3*recoverable.MinPartSize + recoverable.MinPartSize/5
 var theFiles = sync.OnceValue(func() (files [2]sharedFile) {
 	for i := range files {
 		d := fileData(fileSize, uint64(i))
-		files[i] = sharedFile{data: d, crc: recoverable.CRC64(d)}
+		files[i] = sharedFile{data: d, crc: crc64nvme.Checksum(d)}
 	}
 	return files
 })
@@ -190,9 +191,9 @@ type file struct {
 	i    int
 	key  string
 	data []byte
-	rr   *recoverable.ResumeRecoverable // latest checkpoint
-	rrs  []recoverable.ResumeRecoverable
-	cr   *recoverable.CommitRecoverable
+	rr   *recoverable.ResumeToken // latest checkpoint
+	rrs  []recoverable.ResumeToken
+	cr   *recoverable.CommitToken
 	done bool
 }
 
@@ -387,7 +388,7 @@ func (r *runner) rewriteJustified(ctx context.Context, f *file, err error) {
 // commitTwice commits f's token from this attempt and, at the same time,
 // from a commit stage with a client of its own, as the sink's finalization
 // fast path and its commit stage may. Both must succeed.
-func (r *runner) commitTwice(ctx context.Context, name string, commit func(context.Context, recoverable.CommitRecoverable) (committer.Result, error), f *file) error {
+func (r *runner) commitTwice(ctx context.Context, name string, commit func(context.Context, recoverable.CommitToken) (committer.Result, error), f *file) error {
 	stage := name + "-stage"
 	cm2, err := committer.New(r.processClient(stage), committer.Options{Logger: quiet})
 	if err != nil {
@@ -425,7 +426,7 @@ func (r *runner) check(ctx context.Context, decoys map[string][]byte) {
 		return io.ReadAll(out.Body)
 	}
 	for _, f := range r.files {
-		if f.i < len(theFiles()) && recoverable.CRC64(f.data) != theFiles()[f.i].crc {
+		if f.i < len(theFiles()) && crc64nvme.Checksum(f.data) != theFiles()[f.i].crc {
 			bad("the bytes of file %d, shared by every schedule, were changed (a stream wrote into what it was given)", f.i)
 		}
 	}
@@ -445,7 +446,7 @@ func (r *runner) check(ctx context.Context, decoys map[string][]byte) {
 		case !found:
 			bad("committed, yet %s is not there", f.key)
 		case !same:
-			bad("%s holds %d bytes (CRC %016x), the run wrote %d (CRC %016x)", f.key, size, crc, len(f.data), recoverable.CRC64(f.data))
+			bad("%s holds %d bytes (CRC %016x), the run wrote %d (CRC %016x)", f.key, size, crc, len(f.data), crc64nvme.Checksum(f.data))
 		}
 		// A lost-data claim is true only if the upload is gone and the file
 		// never shows; who destroyed it is then the violation below.
@@ -583,7 +584,7 @@ func storedSum(chunks [][]byte) (int64, uint64) {
 	var crc uint64
 	for _, c := range chunks {
 		n += int64(len(c))
-		crc = recoverable.UpdateCRC64(crc, c)
+		crc = crc64nvme.Update(crc, c)
 	}
 	return n, crc
 }

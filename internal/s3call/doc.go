@@ -11,9 +11,8 @@
 // Transient, Canceled, ...), from the server's error code first, then the
 // HTTP status, then the transport error. The predicates (IsNotFound,
 // IsNoSuchUpload, IsRetryable, ...) are built on it, so a server's quirk is
-// one line in CodeOf's table. The recoverable and committer packages export
-// their old predicates (recoverable.IsNotFound, committer.IsRetryable) as
-// thin forwards to these.
+// one line in CodeOf's table. Every package of the module reads S3 errors
+// through them; none exports a predicate of its own.
 //
 // # Which layer retries what
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
@@ -30,7 +31,7 @@ func exists(t *testing.T, c *s3.Client, bucket, key string) bool {
 	if err == nil {
 		return true
 	}
-	if recoverable.IsNotFound(err) {
+	if s3call.IsNotFound(err) {
 		return false
 	}
 	t.Fatalf("head %s: %v", key, err)
@@ -65,8 +66,8 @@ func TestKinds(t *testing.T) {
 					t.Fatalf("want a connection error, got %v", err)
 				}
 			case s3fault.SlowDown:
-				if recoverable.ErrorCode(err) != "SlowDown" || recoverable.StatusCode(err) != 503 {
-					t.Fatalf("want 503 SlowDown, got code %q status %d", recoverable.ErrorCode(err), recoverable.StatusCode(err))
+				if s3call.APICode(err) != "SlowDown" || s3call.HTTPStatus(err) != 503 {
+					t.Fatalf("want 503 SlowDown, got code %q status %d", s3call.APICode(err), s3call.HTTPStatus(err))
 				}
 			case s3fault.Timeout:
 				if !errors.Is(err, context.DeadlineExceeded) {
@@ -134,7 +135,7 @@ func TestHooksOrderAndConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	_, err := f.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: &b, Key: aws.String("x")})
-	if recoverable.IsNotFound(err) || !s3fault.IsInjected(err) {
+	if s3call.IsNotFound(err) || !s3fault.IsInjected(err) {
 		t.Fatalf("per-operation hook did not win: %v", err)
 	}
 	faults := f.Faults()
@@ -279,7 +280,7 @@ func TestRandomETags(t *testing.T) {
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: aws.String(etag)}}}})
 		return err
 	}
-	if err := complete(first); recoverable.ErrorCode(err) != "InvalidPart" {
+	if err := complete(first); s3call.APICode(err) != "InvalidPart" {
 		t.Fatalf("completion with a superseded ETag: %v, want InvalidPart", err)
 	}
 	if err := complete(second); err != nil {
@@ -308,7 +309,7 @@ func TestRandomETags(t *testing.T) {
 	if err != nil || aws.ToString(head.ETag) != latest {
 		t.Fatalf("HEAD If-Match the latest ETag: %v, ETag %s; want %s", err, aws.ToString(head.ETag), latest)
 	}
-	if _, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("plain"), IfMatch: aws.String(old)}); recoverable.StatusCode(err) != 412 {
+	if _, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("plain"), IfMatch: aws.String(old)}); s3call.HTTPStatus(err) != 412 {
 		t.Fatalf("GET If-Match a superseded ETag: %v, want 412", err)
 	}
 	get, err := f.GetObject(ctx, &s3.GetObjectInput{Bucket: &b, Key: aws.String("plain"), IfMatch: aws.String(latest)})

@@ -18,10 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/minio/crc64nvme"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3mem"
 	"github.com/s3once/s3once/internal/s3test"
-	"github.com/s3once/s3once/recoverable"
 )
 
 // backend is one S3 implementation the semantics run against.
@@ -105,7 +106,7 @@ func (m *mpu) part(n int32, body []byte) {
 	m.t.Helper()
 	out, err := m.c.UploadPart(context.Background(), &s3.UploadPartInput{
 		Bucket: &m.bucket, Key: &m.key, UploadId: &m.id, PartNumber: aws.Int32(n), Body: bytes.NewReader(body),
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(recoverable.CRC64(body))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: aws.String(s3call.EncodeCRC(crc64nvme.Checksum(body))),
 	})
 	if err != nil {
 		m.t.Fatalf("upload part %d: %v", n, err)
@@ -118,7 +119,7 @@ func (m *mpu) complete(edit func(*s3.CompleteMultipartUploadInput)) error {
 	in := &s3.CompleteMultipartUploadInput{
 		Bucket: &m.bucket, Key: &m.key, UploadId: &m.id,
 		MultipartUpload:   &types.CompletedMultipartUpload{Parts: append([]types.CompletedPart(nil), m.parts...)},
-		ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(recoverable.CRC64(m.bytes))),
+		ChecksumCRC64NVME: aws.String(s3call.EncodeCRC(crc64nvme.Checksum(m.bytes))),
 		ChecksumType:      types.ChecksumTypeFullObject,
 	}
 	if edit != nil {
@@ -193,12 +194,12 @@ func TestSemantics(t *testing.T) {
 			m := newMPU(t, b.client, bucket, "k")
 			_, err := b.client.UploadPart(context.Background(), &s3.UploadPartInput{
 				Bucket: &bucket, Key: aws.String("k"), UploadId: &m.id, PartNumber: aws.Int32(1), Body: bytes.NewReader(data(1, 100)),
-				ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(12345)),
+				ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: aws.String(s3call.EncodeCRC(12345)),
 			})
 			wantCode(t, "part with a wrong CRC64NVME", err, "BadDigest")
 			_, err = b.client.PutObject(context.Background(), &s3.PutObjectInput{
 				Bucket: &bucket, Key: aws.String("p"), Body: bytes.NewReader(data(1, 100)),
-				ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: aws.String(recoverable.EncodeCRC(12345)),
+				ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumCRC64NVME: aws.String(s3call.EncodeCRC(12345)),
 			})
 			wantCode(t, "put with a wrong CRC64NVME", err, "BadDigest")
 			if _, err := b.client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("p")}); code(err) != "NotFound" {
@@ -206,7 +207,7 @@ func TestSemantics(t *testing.T) {
 			}
 			m.part(1, data(1, 5*mib))
 			m.part(2, data(2, 100))
-			err = m.complete(func(in *s3.CompleteMultipartUploadInput) { in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(7)) })
+			err = m.complete(func(in *s3.CompleteMultipartUploadInput) { in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(7)) })
 			if err == nil || status(err) != 400 {
 				t.Fatalf("complete with a wrong full-object CRC64NVME: %v, want a 400", err)
 			}
@@ -273,7 +274,7 @@ func TestSemantics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := recoverable.EncodeCRC(recoverable.CRC64(m.bytes)); aws.ToString(h.ChecksumCRC64NVME) != want || h.ChecksumType != types.ChecksumTypeFullObject {
+			if want := s3call.EncodeCRC(crc64nvme.Checksum(m.bytes)); aws.ToString(h.ChecksumCRC64NVME) != want || h.ChecksumType != types.ChecksumTypeFullObject {
 				t.Fatalf("HEAD gives CRC64NVME %q (%s), want %q FULL_OBJECT", aws.ToString(h.ChecksumCRC64NVME), h.ChecksumType, want)
 			}
 			if aws.ToInt64(h.ContentLength) != int64(len(m.bytes)) {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3fault"
 	"github.com/s3once/s3once/internal/s3req"
 	"github.com/s3once/s3once/internal/s3test"
@@ -134,7 +135,7 @@ func TestEveryCallNamesTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = w.Open(context.Background(), bucket, "out/other", recoverable.ObjectOptions{})
-	if recoverable.ErrorCode(err) != "AccessDenied" {
+	if s3call.APICode(err) != "AccessDenied" {
 		t.Fatalf("open under another owner: %v, want AccessDenied", err)
 	}
 	if up := s3test.Uploads(t, srv.Client(s3test.ClientOptions{}), bucket); len(up) != 0 {
@@ -211,7 +212,7 @@ func TestPolicyRequiringEncryption(t *testing.T) {
 	ctx := context.Background()
 	plain := client(srv.Endpoint(), s3req.Settings{}, &s3fault.Policy{RequireEncryption: s3req.SSEKMS})
 	w, _ := recoverable.NewWriter(plain, recoverable.Options{})
-	if _, err := w.Open(ctx, bucket, "out/k", recoverable.ObjectOptions{}); recoverable.ErrorCode(err) != "AccessDenied" {
+	if _, err := w.Open(ctx, bucket, "out/k", recoverable.ObjectOptions{}); s3call.APICode(err) != "AccessDenied" {
 		t.Fatalf("plain upload: %v, want AccessDenied", err)
 	}
 	// versitygw has no KMS: the policy passes the request, and the server
@@ -220,7 +221,7 @@ func TestPolicyRequiringEncryption(t *testing.T) {
 	enc := client(srv.Endpoint(), s3req.Settings{Encryption: s3req.SSEKMS}, pol)
 	w, _ = recoverable.NewWriter(enc, recoverable.Options{})
 	st, err := w.Open(ctx, bucket, "out/k", recoverable.ObjectOptions{})
-	if err != nil && recoverable.ErrorCode(err) == "AccessDenied" {
+	if err != nil && s3call.APICode(err) == "AccessDenied" {
 		t.Fatalf("encrypted upload refused: %v", err)
 	}
 	if st != nil {

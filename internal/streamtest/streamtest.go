@@ -1,8 +1,9 @@
 // Package streamtest is the conformance suite of the recoverable stream contract.
 // Any S3 backend runs it: the real server, a server behind a proxy, or an
 // in-process fake, which must pass it before it may stand in for S3 anywhere.
-// Each subtest is one row of the failure matrix in DESIGN.md that needs no
-// process kill (those live beside the server that can be killed).
+// Each subtest is one case of the stream's failure matrix (docs/testing.md,
+// "Which test proves what") that needs no process kill (those live beside
+// the server that can be killed).
 package streamtest
 
 import (
@@ -18,7 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/crc64nvme"
 
+	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -121,7 +124,7 @@ func write(t *testing.T, s *recoverable.Stream, p []byte) {
 	}
 }
 
-func persist(t *testing.T, s *recoverable.Stream) recoverable.ResumeRecoverable {
+func persist(t *testing.T, s *recoverable.Stream) recoverable.ResumeToken {
 	t.Helper()
 	rr, err := s.Persist(context.Background())
 	if err != nil {
@@ -130,7 +133,7 @@ func persist(t *testing.T, s *recoverable.Stream) recoverable.ResumeRecoverable 
 	return rr
 }
 
-func recoverStream(t *testing.T, w *recoverable.Writer, rr recoverable.ResumeRecoverable) *recoverable.Stream {
+func recoverStream(t *testing.T, w *recoverable.Writer, rr recoverable.ResumeToken) *recoverable.Stream {
 	t.Helper()
 	s, err := w.Recover(context.Background(), rr)
 	if err != nil {
@@ -142,7 +145,7 @@ func recoverStream(t *testing.T, w *recoverable.Writer, rr recoverable.ResumeRec
 	return s
 }
 
-func closeForCommit(t *testing.T, s *recoverable.Stream) recoverable.CommitRecoverable {
+func closeForCommit(t *testing.T, s *recoverable.Stream) recoverable.CommitToken {
 	t.Helper()
 	cr, err := s.CloseForCommit(context.Background())
 	if err != nil {
@@ -154,7 +157,7 @@ func closeForCommit(t *testing.T, s *recoverable.Stream) recoverable.CommitRecov
 // Complete completes the upload of cr with exactly its parts, the way the
 // committer does, but without its retries and verification: the suite tests the
 // stream, not the committer.
-func Complete(ctx context.Context, c Backend, cr recoverable.CommitRecoverable) error {
+func Complete(ctx context.Context, c Backend, cr recoverable.CommitToken) error {
 	parts, err := recoverable.VerifyParts(ctx, c, cr.Bucket, cr.Key, cr.UploadID, cr.Parts)
 	if err != nil {
 		return err
@@ -163,7 +166,7 @@ func Complete(ctx context.Context, c Backend, cr recoverable.CommitRecoverable) 
 	for i, p := range parts {
 		cp[i] = types.CompletedPart{PartNumber: aws.Int32(p.Number), ETag: aws.String(p.ETag)}
 		if p.CRC != 0 || p.Size == 0 {
-			cp[i].ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(p.CRC))
+			cp[i].ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(p.CRC))
 		}
 	}
 	in := &s3.CompleteMultipartUploadInput{
@@ -175,18 +178,18 @@ func Complete(ctx context.Context, c Backend, cr recoverable.CommitRecoverable) 
 	// As the committer does: no full-object checksum for an empty object
 	// (MinIO refuses the zero CRC64NVME there).
 	if cr.Size() > 0 {
-		in.ChecksumCRC64NVME = aws.String(recoverable.EncodeCRC(cr.CRC()))
+		in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(cr.CRC()))
 		in.ChecksumType = types.ChecksumTypeFullObject
 	}
 	_, err = c.CompleteMultipartUpload(ctx, in)
 	return err
 }
 
-func commitAndCheck(t *testing.T, env Env, cr recoverable.CommitRecoverable, want []byte) {
+func commitAndCheck(t *testing.T, env Env, cr recoverable.CommitToken, want []byte) {
 	t.Helper()
 	ctx := context.Background()
-	if cr.Size() != int64(len(want)) || cr.CRC() != recoverable.CRC64(want) {
-		t.Fatalf("commit token describes %d bytes crc %016x, want %d bytes crc %016x", cr.Size(), cr.CRC(), len(want), recoverable.CRC64(want))
+	if cr.Size() != int64(len(want)) || cr.CRC() != crc64nvme.Checksum(want) {
+		t.Fatalf("commit token describes %d bytes crc %016x, want %d bytes crc %016x", cr.Size(), cr.CRC(), len(want), crc64nvme.Checksum(want))
 	}
 	if err := Complete(ctx, env.Client, cr); err != nil {
 		t.Fatalf("complete: %v", err)
@@ -194,7 +197,7 @@ func commitAndCheck(t *testing.T, env Env, cr recoverable.CommitRecoverable, wan
 	got := s3test.Object(t, env.Client, cr.Bucket, cr.Key)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("object holds %d bytes (crc %016x), want %d bytes (crc %016x); first difference at %d",
-			len(got), recoverable.CRC64(got), len(want), recoverable.CRC64(want), firstDiff(got, want))
+			len(got), crc64nvme.Checksum(got), len(want), crc64nvme.Checksum(want), firstDiff(got, want))
 	}
 }
 
@@ -295,8 +298,8 @@ func recoverTwice(t *testing.T, env Env) {
 		if err != nil {
 			t.Fatalf("RecoverForCommit #%d: %v", i+1, err)
 		}
-		if cr.Size() != int64(len(data)) || cr.CRC() != recoverable.CRC64(data) {
-			t.Fatalf("recovery #%d describes %d bytes crc %016x, want %d crc %016x", i+1, cr.Size(), cr.CRC(), len(data), recoverable.CRC64(data))
+		if cr.Size() != int64(len(data)) || cr.CRC() != crc64nvme.Checksum(data) {
+			t.Fatalf("recovery #%d describes %d bytes crc %016x, want %d crc %016x", i+1, cr.Size(), cr.CRC(), len(data), crc64nvme.Checksum(data))
 		}
 		if i == 1 {
 			commitAndCheck(t, env, cr, data)
@@ -382,7 +385,7 @@ func damagedTail(t *testing.T, env Env, how string, want error) {
 	}
 }
 
-func checkTyped(t *testing.T, err, want error, rr recoverable.ResumeRecoverable) {
+func checkTyped(t *testing.T, err, want error, rr recoverable.ResumeToken) {
 	t.Helper()
 	if !errors.Is(err, want) {
 		t.Fatalf("error %v, want %v", err, want)
@@ -418,7 +421,7 @@ func uploadAborted(t *testing.T, env Env) {
 	_, err := w.Recover(ctx, rr)
 	checkTyped(t, err, recoverable.ErrNoSuchUpload, rr)
 	// Nothing was written at the key.
-	if _, err := env.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("file")}); !recoverable.IsNotFound(err) {
+	if _, err := env.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("file")}); !s3call.IsNotFound(err) {
 		t.Fatalf("HEAD after failed recover: %v, want not found", err)
 	}
 }
@@ -510,9 +513,9 @@ func partReuploaded(t *testing.T, env Env) {
 	commitAndCheck(t, env, cr, data)
 }
 
-func checkTypedCommit(t *testing.T, err, want error, cr recoverable.CommitRecoverable) {
+func checkTypedCommit(t *testing.T, err, want error, cr recoverable.CommitToken) {
 	t.Helper()
-	checkTyped(t, err, want, recoverable.ResumeRecoverable{Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID})
+	checkTyped(t, err, want, recoverable.ResumeToken{Bucket: cr.Bucket, Key: cr.Key, UploadID: cr.UploadID})
 }
 
 func partLimit(t *testing.T, env Env) {
@@ -626,7 +629,7 @@ func dispose(t *testing.T, env Env) {
 	if err := s.Dispose(ctx); err != nil {
 		t.Fatalf("Dispose: %v", err)
 	}
-	if _, err := env.Client.ListParts(ctx, &s3.ListPartsInput{Bucket: &bucket, Key: aws.String("a"), UploadId: aws.String(s.UploadID())}); !recoverable.IsNoSuchUpload(err) {
+	if _, err := env.Client.ListParts(ctx, &s3.ListPartsInput{Bucket: &bucket, Key: aws.String("a"), UploadId: aws.String(s.UploadID())}); !s3call.IsNoSuchUpload(err) {
 		t.Fatalf("unpersisted upload still there after Dispose: %v", err)
 	}
 	// Persisted: Dispose leaves the upload for the token.
@@ -662,7 +665,7 @@ func seededChains(t *testing.T, env Env) {
 			data := Data(100+seed, 4*PartSize+r.IntN(PartSize))
 			s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
 			pos := 0
-			var tokens []recoverable.ResumeRecoverable
+			var tokens []recoverable.ResumeToken
 			for pos < len(data) {
 				n := min(len(data)-pos, 1+r.IntN(PartSize*3/2))
 				write(t, s, data[pos:pos+n])
@@ -670,7 +673,7 @@ func seededChains(t *testing.T, env Env) {
 				switch r.IntN(4) {
 				case 0: // persist and carry on
 					rr := persist(t, s)
-					if rr.Size() != int64(pos) || rr.CRC() != recoverable.CRC64(data[:pos]) {
+					if rr.Size() != int64(pos) || rr.CRC() != crc64nvme.Checksum(data[:pos]) {
 						t.Fatalf("token describes %d bytes, model %d", rr.Size(), pos)
 					}
 					tokens = append(tokens, rr)

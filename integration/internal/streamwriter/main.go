@@ -95,7 +95,7 @@ func run(endpoint, bucket, key, state string, size, partSize, every int64, seed 
 	var (
 		st   *recoverable.Stream
 		pos  int64
-		prev *recoverable.ResumeRecoverable // the token of the durable checkpoint
+		prev *recoverable.ResumeToken // the token of the durable checkpoint
 	)
 	switch {
 	case len(saved) == 0:
@@ -104,13 +104,13 @@ func run(endpoint, bucket, key, state string, size, partSize, every int64, seed 
 		}
 		say("opened upload=%s", st.UploadID())
 	case saved[0] == kindCommit:
-		cr, err := coder.DecodeCommit(saved[1:])
+		cr, err := coder.DecodeCommitToken(saved[1:])
 		if err != nil {
 			return fmt.Errorf("decode commit token: %w", err)
 		}
 		return commit(ctx, c, cr)
 	case saved[0] == kindResume:
-		rr, err := coder.DecodeResume(saved[1:])
+		rr, err := coder.DecodeResumeToken(saved[1:])
 		if err != nil {
 			return fmt.Errorf("decode resume token: %w", err)
 		}
@@ -138,7 +138,7 @@ func run(endpoint, bucket, key, state string, size, partSize, every int64, seed 
 			if err != nil {
 				return err
 			}
-			tok, err := coder.EncodeResume(rr)
+			tok, err := coder.EncodeResumeToken(rr)
 			if err != nil {
 				return err
 			}
@@ -161,7 +161,7 @@ func run(endpoint, bucket, key, state string, size, partSize, every int64, seed 
 	if err != nil {
 		return err
 	}
-	tok, err := coder.EncodeCommit(cr)
+	tok, err := coder.EncodeCommitToken(cr)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func run(endpoint, bucket, key, state string, size, partSize, every int64, seed 
 	return commit(ctx, c, cr)
 }
 
-func commit(ctx context.Context, c *committer.Committer, cr recoverable.CommitRecoverable) error {
+func commit(ctx context.Context, c *committer.Committer, cr recoverable.CommitToken) error {
 	res, err := c.CommitAfterRecovery(ctx, cr)
 	if err != nil {
 		return err

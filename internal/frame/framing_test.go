@@ -1,4 +1,4 @@
-package coder
+package frame
 
 import (
 	"bytes"
@@ -35,14 +35,14 @@ func TestFramingLargePayload(t *testing.T) {
 	if v != 2 || !bytes.Equal(got, payload) {
 		t.Fatalf("version %d, %d payload bytes; want 2, %d", v, len(got), len(payload))
 	}
-	if &got[0] != &b[headerLen] {
+	if &got[0] != &b[HeaderLen] {
 		t.Fatal("Unframe copied the payload")
 	}
 	// The package's own bound still refuses it.
-	_, _, err = Unframe(testMagic, 2, b)
+	_, _, err = unframe(testMagic, 2, b)
 	wantRefusal(t, err, ErrTooLarge)
-	// And a frame that Frame writes reads under the larger bound alike.
-	small, err := Frame(testMagic, 1, []byte("p"))
+	// And a frame under the default bound reads under the larger bound alike.
+	small, err := frameOf(testMagic, 1, []byte("p"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,19 +79,19 @@ func TestFramingRefuses(t *testing.T) {
 	if got := (Framing{}).bound(); got != MaxPayload {
 		t.Errorf("zero bound = %d, want %d", got, MaxPayload)
 	}
-	if got := (Framing{MaxPayload: 1 << 40}).bound(); got != MaxFramePayload {
-		t.Errorf("bound 1 TiB = %d, want %d", got, int64(MaxFramePayload))
+	if got := (Framing{MaxPayload: 1 << 40}).bound(); got != MaxLength {
+		t.Errorf("bound 1 TiB = %d, want %d", got, int64(MaxLength))
 	}
 }
 
-func TestFieldReader(t *testing.T) {
+func TestReader(t *testing.T) {
 	p := binary.AppendUvarint(nil, 300)
 	p = append(binary.AppendUvarint(p, 3), "abc"...)
-	r := NewFieldReader("test value", p)
+	r := NewReader("test value", p)
 	if v := r.Uvarint("n", 1000); v != 300 {
 		t.Fatalf("Uvarint = %d", v)
 	}
-	if s := r.Bytes("s", 3); string(s) != "abc" || &s[0] != &p[len(p)-3] || cap(s) != 3 {
+	if s := r.Bytes("s", 0, 3); string(s) != "abc" || &s[0] != &p[len(p)-3] || cap(s) != 3 {
 		t.Fatalf("Bytes = %q (cap %d), want an aliasing slice of \"abc\"", s, cap(s))
 	}
 	if err := r.Finish(); err != nil {
@@ -100,17 +100,17 @@ func TestFieldReader(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		p    []byte
-		read func(*FieldReader)
+		read func(*Reader)
 		want error
 	}{
-		{"over bound", binary.AppendUvarint(nil, 301), func(r *FieldReader) { r.Uvarint("n", 300) }, ErrTooLarge},
-		{"not minimal", []byte{0x81, 0x00}, func(r *FieldReader) { r.Uvarint("n", 300) }, ErrMalformed},
-		{"cut", []byte{0x81}, func(r *FieldReader) { r.Uvarint("n", 300) }, ErrTruncated},
-		{"string past the end", []byte{5, 'a'}, func(r *FieldReader) { r.Bytes("s", 10) }, ErrTooLarge},
-		{"string over bound", []byte{5, 'a', 'b', 'c', 'd', 'e'}, func(r *FieldReader) { r.String("s", 4) }, ErrTooLarge},
-		{"left over", []byte{1, 2}, func(r *FieldReader) { r.Uvarint("n", 10) }, ErrMalformed},
+		{"over bound", binary.AppendUvarint(nil, 301), func(r *Reader) { r.Uvarint("n", 300) }, ErrTooLarge},
+		{"not minimal", []byte{0x81, 0x00}, func(r *Reader) { r.Uvarint("n", 300) }, ErrMalformed},
+		{"cut", []byte{0x81}, func(r *Reader) { r.Uvarint("n", 300) }, ErrTruncated},
+		{"string past the end", []byte{5, 'a'}, func(r *Reader) { r.Bytes("s", 0, 10) }, ErrTooLarge},
+		{"string over bound", []byte{5, 'a', 'b', 'c', 'd', 'e'}, func(r *Reader) { r.String("s", 0, 4) }, ErrTooLarge},
+		{"left over", []byte{1, 2}, func(r *Reader) { r.Uvarint("n", 10) }, ErrMalformed},
 	} {
-		r := NewFieldReader("test value", c.p)
+		r := NewReader("test value", c.p)
 		c.read(r)
 		err := r.Finish()
 		if err == nil {
