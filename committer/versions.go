@@ -56,10 +56,13 @@ func (c *Committer) purgeVersions(ctx context.Context, bucket, prefix string, ow
 	if !ok {
 		return n, ErrNoVersionListing
 	}
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix)}
-	for {
+	// Each page is read under the Policy (a failed NextPage leaves the
+	// paginator where it was, so an attempt again asks for the same page),
+	// and its versions are deleted before the next page is read.
+	pages := s3.NewListObjectVersionsPaginator(vl, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for pages.HasMorePages() {
 		out, err := call(ctx, c, "list object versions", func(ctx context.Context) (*s3.ListObjectVersionsOutput, error) {
-			return vl.ListObjectVersions(ctx, in)
+			return pages.NextPage(ctx)
 		})
 		if err != nil {
 			return n, fmt.Errorf("list object versions under %s: %w", prefix, err)
@@ -93,14 +96,12 @@ func (c *Committer) purgeVersions(ctx context.Context, bucket, prefix string, ow
 				return n, fmt.Errorf("delete old versions under %s: %w", prefix, err)
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) {
-			return n, nil
-		}
-		if out.NextKeyMarker == nil && out.NextVersionIdMarker == nil {
+		// Without a marker the paginator would start the listing over.
+		if aws.ToBool(out.IsTruncated) && out.NextKeyMarker == nil && out.NextVersionIdMarker == nil {
 			return n, errors.New("the server says the version listing goes on but gives no marker to go on from")
 		}
-		in.KeyMarker, in.VersionIdMarker = out.NextKeyMarker, out.NextVersionIdMarker
 	}
+	return n, nil
 }
 
 // deleteVersions deletes the given versions for good, in batches. Versions

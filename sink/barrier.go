@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -135,12 +136,10 @@ type barrierFn struct {
 }
 
 func (f *barrierFn) Setup(ctx context.Context) error {
-	w, err := f.S.worker(ctx)
-	if err != nil {
-		return err
-	}
-	f.c = w.committer
-	return f.decodeSettings() // settings_marker.go
+	return f.S.setUp(ctx, func(c *committer.Committer, _ s3API) error {
+		f.c = c
+		return f.decodeSettings()
+	})
 }
 
 // barrierFile is one file at the barrier: its token and what its key holds.
@@ -244,4 +243,28 @@ func (f *barrierFn) discard(ctx context.Context, all []*barrierFile) error {
 		crs[i] = bf.cr
 	}
 	return f.c.Discard(ctx, crs)
+}
+
+// decodeSettings reads the marker the DoFn carries (settings_marker.go).
+func (f *barrierFn) decodeSettings() (err error) {
+	if len(f.Settings) > 0 {
+		if f.fp, err = decodeFingerprint(f.Settings); err != nil {
+			return fmt.Errorf("s3once sink: barrier: the run's settings marker: %w", err)
+		}
+	}
+	return nil
+}
+
+// refuseSettings ends a run whose settings marker check failed: when the
+// folder holds other settings, every upload of the run is discarded, as
+// for a taken key; any other failure (reading the marker) fails the bundle
+// for the runner to retry, with nothing committed.
+func (f *barrierFn) refuseSettings(ctx context.Context, all []*barrierFile, err error) error {
+	if !errors.Is(err, ErrSettingsChanged) {
+		return fmt.Errorf("s3once sink: barrier: %w", err)
+	}
+	if cleanup := f.discard(ctx, all); cleanup != nil {
+		return fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
+	}
+	return err
 }

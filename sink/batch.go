@@ -9,9 +9,12 @@ import (
 	"hash/crc32"
 	"math"
 	"math/bits"
+	"os"
 	"slices"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/s3once/s3once/internal/frame"
 )
@@ -354,4 +357,18 @@ func decodeBatchPayload(version byte, payload []byte) (batch, error) {
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// Setup removes the spill directories that killed workers left in
+// os.TempDir (TMPDIR); see removeStaleSpills. Failing to remove one is
+// logged, never fatal: it costs disk, not correctness.
+func (f *batchFn) Setup(ctx context.Context) error {
+	removed, err := removeStaleSpills(os.TempDir(), time.Now())
+	for _, d := range removed {
+		log.Infof(ctx, "s3once sink: removed %s, the spill directory of a worker that died while it spilled", d)
+	}
+	if err != nil {
+		log.Warnf(ctx, "s3once sink: stale spill directories not removed: %v", err)
+	}
+	return nil
 }

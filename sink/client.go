@@ -40,6 +40,17 @@ type worker struct {
 	throttle  *s3call.Throttle
 }
 
+// setUp is the Setup of every DoFn that talks to S3: it hands the process's
+// committer and client for the settings to ready, which keeps what the DoFn
+// needs of them.
+func (s settings) setUp(ctx context.Context, ready func(*committer.Committer, s3API) error) error {
+	w, err := s.worker(ctx)
+	if err != nil {
+		return err
+	}
+	return ready(w.committer, w.client)
+}
+
 // worker returns the process's client and committer for the settings.
 func (s settings) worker(ctx context.Context) (*worker, error) {
 	key := connection{

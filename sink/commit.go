@@ -88,12 +88,10 @@ type commitFn struct {
 }
 
 func (f *commitFn) Setup(ctx context.Context) error {
-	w, err := f.S.worker(ctx)
-	if err != nil {
-		return err
-	}
-	f.committer = w.committer
-	return f.init(w.client)
+	return f.S.setUp(ctx, func(c *committer.Committer, client s3API) error {
+		f.committer = c
+		return f.init(client)
+	})
 }
 
 // commitGuardDone is what a commit stage refused for the folder's settings

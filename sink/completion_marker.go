@@ -81,12 +81,10 @@ type markerFn struct {
 }
 
 func (f *markerFn) Setup(ctx context.Context) error {
-	w, err := f.S.worker(ctx)
-	if err != nil {
-		return err
-	}
-	f.c = w.committer
-	return nil
+	return f.S.setUp(ctx, func(c *committer.Committer, _ s3API) error {
+		f.c = c
+		return nil
+	})
 }
 
 func (f *markerFn) ProcessElement(ctx context.Context, pane typex.PaneInfo, window string, results func(*FileResult) bool) error {

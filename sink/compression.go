@@ -3,10 +3,6 @@ package sink
 import (
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -34,39 +30,14 @@ type Codec interface {
 	ContentType() string
 }
 
-var (
-	codecsMu sync.RWMutex
-	codecs   = map[string]Codec{}
-)
+var codecs = registry[Codec]{kind: "codec", field: "Compression", fn: "sink.RegisterCodec"}
 
 // RegisterCodec makes c available to Config.Compression under name. It panics
 // if name is empty or taken, or c is nil: registration is a program's set-up,
 // done in init functions.
-func RegisterCodec(name string, c Codec) {
-	codecsMu.Lock()
-	defer codecsMu.Unlock()
-	if name == "" || c == nil {
-		panic("sink.RegisterCodec: empty name or nil codec")
-	}
-	if _, dup := codecs[name]; dup {
-		panic("sink.RegisterCodec: codec " + strconv.Quote(name) + " registered twice")
-	}
-	codecs[name] = c
-}
+func RegisterCodec(name string, c Codec) { codecs.register(name, c) }
 
-func lookupCodec(name string) (Codec, error) {
-	codecsMu.RLock()
-	defer codecsMu.RUnlock()
-	if c, ok := codecs[name]; ok {
-		return c, nil
-	}
-	names := make([]string, 0, len(codecs))
-	for n := range codecs {
-		names = append(names, strconv.Quote(n))
-	}
-	sort.Strings(names)
-	return nil, fmt.Errorf("unknown Compression %q (registered: %s; register others with sink.RegisterCodec in an init function)", name, strings.Join(names, ", "))
-}
+func lookupCodec(name string) (Codec, error) { return codecs.lookup(name) }
 
 func init() {
 	RegisterCodec("none", noCompression{})

@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 )
 
@@ -44,39 +41,14 @@ type FileHeader interface {
 	FileHeader() []byte
 }
 
-var (
-	formatsMu sync.RWMutex
-	formats   = map[string]Format{}
-)
+var formats = registry[Format]{kind: "format", field: "Format", fn: "sink.RegisterFormat"}
 
 // RegisterFormat makes f available to Config.Format under name. It panics if
 // name is empty or taken, or f is nil: registration is a program's set-up,
 // done in init functions, like database/sql.Register.
-func RegisterFormat(name string, f Format) {
-	formatsMu.Lock()
-	defer formatsMu.Unlock()
-	if name == "" || f == nil {
-		panic("sink.RegisterFormat: empty name or nil format")
-	}
-	if _, dup := formats[name]; dup {
-		panic("sink.RegisterFormat: format " + strconv.Quote(name) + " registered twice")
-	}
-	formats[name] = f
-}
+func RegisterFormat(name string, f Format) { formats.register(name, f) }
 
-func lookupFormat(name string) (Format, error) {
-	formatsMu.RLock()
-	defer formatsMu.RUnlock()
-	if f, ok := formats[name]; ok {
-		return f, nil
-	}
-	names := make([]string, 0, len(formats))
-	for n := range formats {
-		names = append(names, strconv.Quote(n))
-	}
-	sort.Strings(names)
-	return nil, fmt.Errorf("unknown Format %q (registered: %s; register others with sink.RegisterFormat in an init function)", name, strings.Join(names, ", "))
-}
+func lookupFormat(name string) (Format, error) { return formats.lookup(name) }
 
 func init() {
 	RegisterFormat("text", Text{})

@@ -117,12 +117,10 @@ type windowWriter struct {
 }
 
 func (w *windowWriter) Setup(ctx context.Context) error {
-	wk, err := w.S.worker(ctx)
-	if err != nil {
-		return err
-	}
-	w.c = wk.committer
-	return nil
+	return w.S.setUp(ctx, func(c *committer.Committer, _ s3API) error {
+		w.c = c
+		return nil
+	})
 }
 
 // windowDoneFn writes a window's manifests under the run-wide barrier. It

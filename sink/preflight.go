@@ -652,5 +652,25 @@ func absentIsFine(err error) error {
 	return err
 }
 
-// status is the HTTP status of the reply err came from, or 0.
-func status(err error) int { return s3call.HTTPStatus(err) }
+// checkSettings is the preflight's look at the output folder: a marker of
+// other settings, or files of another output version without a marker, is
+// a problem that names each setting. It is skipped when the Config did not
+// validate (the settings are then unknown: Format is empty only then). Its
+// calls go through a committer that tries each once, so a misconfiguration
+// fails at once.
+func (p *prober) checkSettings(ctx context.Context) {
+	if p.s.Format == "" {
+		p.pe.Unchecked = append(p.pe.Unchecked, "the output folder's settings marker (the configuration is not valid)")
+		return
+	}
+	key := ownkeys.SettingsKey(p.s.Prefix)
+	now := p.s.fingerprint()
+	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
+		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
+		if err != nil {
+			return err
+		}
+		_, err = judgeFolder(ctx, c, p.s.Bucket, p.s.Prefix, now, "")
+		return err
+	})
+}

@@ -431,53 +431,6 @@ func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix
 
 // ---- the barrier's and the commit stage's hooks -------------------------------
 
-// decodeSettings reads the marker the DoFn carries (settings_marker.go).
-func (f *barrierFn) decodeSettings() (err error) {
-	if len(f.Settings) > 0 {
-		if f.fp, err = decodeFingerprint(f.Settings); err != nil {
-			return fmt.Errorf("s3once sink: barrier: the run's settings marker: %w", err)
-		}
-	}
-	return nil
-}
-
 // settingsRefusedDone is what a barrier that refuses a run for its
 // settings did.
 const settingsRefusedDone = "nothing of this run was committed and its uploads were aborted, so the folder is as the earlier run left it"
-
-// refuseSettings ends a run whose settings marker check failed: when the
-// folder holds other settings, every upload of the run is discarded, as
-// for a taken key; any other failure (reading the marker) fails the bundle
-// for the runner to retry, with nothing committed.
-func (f *barrierFn) refuseSettings(ctx context.Context, all []*barrierFile, err error) error {
-	if !errors.Is(err, ErrSettingsChanged) {
-		return fmt.Errorf("s3once sink: barrier: %w", err)
-	}
-	if cleanup := f.discard(ctx, all); cleanup != nil {
-		return fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
-	}
-	return err
-}
-
-// checkSettings is the preflight's look at the output folder: a marker of
-// other settings, or files of another output version without a marker, is
-// a problem that names each setting. It is skipped when the Config did not
-// validate (the settings are then unknown: Format is empty only then). Its
-// calls go through a committer that tries each once, so a misconfiguration
-// fails at once.
-func (p *prober) checkSettings(ctx context.Context) {
-	if p.s.Format == "" {
-		p.pe.Unchecked = append(p.pe.Unchecked, "the output folder's settings marker (the configuration is not valid)")
-		return
-	}
-	key := ownkeys.SettingsKey(p.s.Prefix)
-	now := p.s.fingerprint()
-	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
-		if err != nil {
-			return err
-		}
-		_, err = judgeFolder(ctx, c, p.s.Bucket, p.s.Prefix, now, "")
-		return err
-	})
-}

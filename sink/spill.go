@@ -2,7 +2,6 @@ package sink
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 )
 
 // maxSubBatches is the number of spill buckets, and so the most sub-batches a
@@ -257,17 +254,3 @@ var errLocked = errors.New("locked by a live worker")
 
 // errNoFileLocks: this system has no advisory file locks here.
 var errNoFileLocks = errors.New("no advisory file locks on this system")
-
-// Setup removes the spill directories that killed workers left in
-// os.TempDir (TMPDIR); see removeStaleSpills. Failing to remove one is
-// logged, never fatal: it costs disk, not correctness.
-func (f *batchFn) Setup(ctx context.Context) error {
-	removed, err := removeStaleSpills(os.TempDir(), time.Now())
-	for _, d := range removed {
-		log.Infof(ctx, "s3once sink: removed %s, the spill directory of a worker that died while it spilled", d)
-	}
-	if err != nil {
-		log.Warnf(ctx, "s3once sink: stale spill directories not removed: %v", err)
-	}
-	return nil
-}

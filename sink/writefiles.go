@@ -69,12 +69,10 @@ type writeFilesFn struct {
 }
 
 func (f *writeFilesFn) Setup(ctx context.Context) error {
-	w, err := f.S.worker(ctx)
-	if err != nil {
-		return err
-	}
-	f.committer = w.committer
-	return f.init(w.client)
+	return f.S.setUp(ctx, func(c *committer.Committer, client s3API) error {
+		f.committer = c
+		return f.init(client)
+	})
 }
 
 // init readies the DoFn over client, with its own committer unless it has
