@@ -109,19 +109,25 @@ func TestServerPartCeiling(t *testing.T) {
 	ctx := context.Background()
 	// Without the writer's own limit the server refuses part 4: the stream
 	// breaks loudly rather than silently.
-	loose, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: streamtest.PartSize})
-	s, _ := loose.Open(ctx, bucket, "loose", recoverable.ObjectOptions{})
+	loose, err := recoverable.NewWriter(c, recoverable.Options{PartSize: streamtest.PartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := streamtest.Open(t, loose, bucket, "loose")
 	s.Write(streamtest.Data(40, 4*streamtest.PartSize+1))
 	if _, err := s.Persist(ctx); err == nil {
 		t.Fatal("server with a 3-part ceiling accepted part 4")
 	}
-	w, _ := recoverable.NewWriter(c, recoverable.Options{PartSize: streamtest.PartSize, MaxParts: 3})
-	s2, _ := w.Open(ctx, bucket, "tight", recoverable.ObjectOptions{})
+	w, err := recoverable.NewWriter(c, recoverable.Options{PartSize: streamtest.PartSize, MaxParts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := streamtest.Open(t, w, bucket, "tight")
 	data := streamtest.Data(41, 3*streamtest.PartSize)
 	if _, err := s2.Write(data); err != nil {
 		t.Fatalf("writing exactly 3 parts: %v", err)
 	}
-	_, err := s2.Write([]byte("more"))
+	_, err = s2.Write([]byte("more"))
 	var e *recoverable.Error
 	if !errors.Is(err, recoverable.ErrPartLimit) || !errors.As(err, &e) || e.UploadID == "" {
 		t.Fatalf("Write past 3 parts: %v, want a typed ErrPartLimit", err)

@@ -71,7 +71,7 @@ func TestCorruptedBodiesRefused(t *testing.T) {
 	}
 	_ = s.Dispose(ctx)
 
-	s2, _ := w.Open(ctx, bucket, "side", recoverable.ObjectOptions{})
+	s2 := streamtest.Open(t, w, bucket, "side")
 	s2.Write(streamtest.Data(71, 100_000)) // a tail only: the side object
 	_, err = s2.Persist(ctx)
 	var e *recoverable.Error

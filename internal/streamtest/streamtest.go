@@ -117,6 +117,17 @@ func newWriter(t *testing.T, env Env, o recoverable.Options) *recoverable.Writer
 	return w
 }
 
+// Open opens a stream at key with default object options, failing the test
+// at once if the server refuses: every later step needs the stream.
+func Open(t *testing.T, w *recoverable.Writer, bucket, key string) *recoverable.Stream {
+	t.Helper()
+	s, err := w.Open(context.Background(), bucket, key, recoverable.ObjectOptions{})
+	if err != nil {
+		t.Fatalf("Open %s: %v", key, err)
+	}
+	return s
+}
+
 func write(t *testing.T, s *recoverable.Stream, p []byte) {
 	t.Helper()
 	if n, err := s.Write(p); err != nil || n != len(p) {
@@ -267,7 +278,7 @@ func recoverForCommit(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(2, 2*PartSize+777)
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data)
 	rr := persist(t, s)
 	cr, err := w.RecoverForCommit(context.Background(), rr)
@@ -284,7 +295,7 @@ func recoverTwice(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(3, PartSize+4242)
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data)
 	rr := persist(t, s)
 	// First recovery writes other bytes, then dies; the second must not see them.
@@ -311,7 +322,7 @@ func bytesAfterPersistAbsent(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(4, PartSize/2)
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data)
 	rr := persist(t, s)
 	// Enough after the persist to upload two more parts and leave a tail.
@@ -329,7 +340,7 @@ func olderToken(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(6, 3*PartSize)
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data[:PartSize+100])
 	older := persist(t, s)
 	write(t, s, data[PartSize+100:2*PartSize+500])
@@ -349,7 +360,7 @@ func damagedTail(t *testing.T, env Env, how string, want error) {
 	bucket := env.Bucket(t)
 	ctx := context.Background()
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
-	s, _ := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	tail := Data(7, 1000)
 	write(t, s, Data(8, PartSize))
 	write(t, s, tail)
@@ -399,7 +410,7 @@ func checkTyped(t *testing.T, err, want error, rr recoverable.ResumeToken) {
 func inlineAltered(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: 4096})
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, Data(9, 100))
 	rr := persist(t, s)
 	rr.Tail.Inline = append([]byte(nil), rr.Tail.Inline...)
@@ -412,7 +423,7 @@ func uploadAborted(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	ctx := context.Background()
 	w := newWriter(t, env, recoverable.Options{})
-	s, _ := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, Data(10, PartSize+10))
 	rr := persist(t, s)
 	if _, err := env.Client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: aws.String("file"), UploadId: &rr.UploadID}); err != nil {
@@ -432,7 +443,7 @@ func zombie(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(11, 2*PartSize+300)
-	old, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	old := Open(t, w, bucket, "file")
 	write(t, old, data[:PartSize+100])
 	rr := persist(t, old)
 	fresh := recoverStream(t, w, rr)
@@ -454,7 +465,7 @@ func partOverwritten(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(13, PartSize+300)
-	old, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	old := Open(t, w, bucket, "file")
 	write(t, old, data[:PartSize+100])
 	rr := persist(t, old)
 	cr, err := w.RecoverForCommit(context.Background(), rr)
@@ -472,7 +483,7 @@ func partOverwritten(t *testing.T, env Env) {
 
 	// Now a zombie that only adds parts beyond the token's: harmless.
 	bucket2 := env.Bucket(t)
-	old2, _ := w.Open(context.Background(), bucket2, "file", recoverable.ObjectOptions{})
+	old2 := Open(t, w, bucket2, "file")
 	write(t, old2, data[:PartSize])
 	rr2 := persist(t, old2)
 	s2 := recoverStream(t, w, rr2)
@@ -492,7 +503,7 @@ func partReuploaded(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(22, 3*PartSize+500)
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data[:100])
 	older := persist(t, s)
 	write(t, s, data[100:2*PartSize+300])
@@ -522,7 +533,7 @@ func partLimit(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{MaxParts: 3, InlineTailMax: -1})
 	data := Data(16, 3*PartSize+10)
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data[:3*PartSize])
 	n, err := s.Write(data[3*PartSize:])
 	if !errors.Is(err, recoverable.ErrPartLimit) || n != 0 {
@@ -542,7 +553,7 @@ func partLimit(t *testing.T, env Env) {
 
 	// A writer allowed more parts recovers a token taken at the limit (its
 	// tail is a whole part) and writes on past it.
-	s4, _ := w.Open(context.Background(), bucket, "file2", recoverable.ObjectOptions{})
+	s4 := Open(t, w, bucket, "file2")
 	write(t, s4, data[:3*PartSize])
 	atLimit := persist(t, s4)
 	if atLimit.Tail.Len != PartSize {
@@ -562,7 +573,7 @@ func partLimit(t *testing.T, env Env) {
 func emptyFile(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w := newWriter(t, env, recoverable.Options{})
-	s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	rr := persist(t, s)
 	if rr.Size() != 0 || rr.Tail.Object != "" {
 		t.Fatalf("empty persist: %+v", rr)
@@ -575,7 +586,7 @@ func optionsChanged(t *testing.T, env Env) {
 	bucket := env.Bucket(t)
 	w1 := newWriter(t, env, recoverable.Options{InlineTailMax: -1, StagingPrefix: "stage-a/"})
 	data := Data(17, 3*PartSize+55)
-	s, _ := w1.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w1, bucket, "file")
 	write(t, s, data[:PartSize+200])
 	rr := persist(t, s)
 	w2 := newWriter(t, env, recoverable.Options{PartSize: 2 * PartSize, InlineTailMax: 64 << 10, StagingPrefix: "stage-b/", Concurrency: 3})
@@ -598,7 +609,7 @@ func cleanup(t *testing.T, env Env) {
 	ctx := context.Background()
 	w := newWriter(t, env, recoverable.Options{InlineTailMax: -1})
 	data := Data(18, PartSize+900)
-	s, _ := w.Open(ctx, bucket, "file", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "file")
 	write(t, s, data[:PartSize+400])
 	rr1 := persist(t, s)
 	write(t, s, data[PartSize+400:])
@@ -624,7 +635,7 @@ func dispose(t *testing.T, env Env) {
 	ctx := context.Background()
 	w := newWriter(t, env, recoverable.Options{})
 	// Never persisted: Dispose aborts the upload.
-	s, _ := w.Open(ctx, bucket, "a", recoverable.ObjectOptions{})
+	s := Open(t, w, bucket, "a")
 	write(t, s, Data(19, PartSize+1))
 	if err := s.Dispose(ctx); err != nil {
 		t.Fatalf("Dispose: %v", err)
@@ -633,7 +644,7 @@ func dispose(t *testing.T, env Env) {
 		t.Fatalf("unpersisted upload still there after Dispose: %v", err)
 	}
 	// Persisted: Dispose leaves the upload for the token.
-	s2, _ := w.Open(ctx, bucket, "b", recoverable.ObjectOptions{})
+	s2 := Open(t, w, bucket, "b")
 	data := Data(20, PartSize+2)
 	write(t, s2, data)
 	rr := persist(t, s2)
@@ -663,7 +674,7 @@ func seededChains(t *testing.T, env Env) {
 			bucket := env.Bucket(t)
 			w := newWriter(t, env, recoverable.Options{InlineTailMax: []int{-1, 512, 4096}[seed%3]})
 			data := Data(100+seed, 4*PartSize+r.IntN(PartSize))
-			s, _ := w.Open(context.Background(), bucket, "file", recoverable.ObjectOptions{})
+			s := Open(t, w, bucket, "file")
 			pos := 0
 			var tokens []recoverable.ResumeToken
 			for pos < len(data) {
