@@ -54,7 +54,7 @@ test: tools vet
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun|TestFinalizeMode' ./sink/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
-	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/explore/ ./integration/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/testkit/explore/ ./integration/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.
@@ -180,14 +180,14 @@ soak: tools
 	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
 		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 
-# The explorer's wide bounds (internal/explore): two faults per schedule on
+# The explorer's wide bounds (internal/testkit/explore): two faults per schedule on
 # one file and on the two-file workload, release orders within a preemption
 # bound of 2; each test prints how many schedules it explored within which
 # bounds. In-memory S3 and fake time: no server, no tools. make test runs
-# the quick bounds. About 6 minutes on 2 cores (internal/explore). Built
+# the quick bounds. About 6 minutes on 2 cores (internal/testkit/explore). Built
 # with the mutant tag, so that the mutants' searches run too.
 explore:
-	S3ONCE_EXPLORE=wide $(GO) test -count=1 -tags $(MUTANT_TAG) -timeout 4h -run '^(TestExplore|TestMutant)' -v ./internal/explore/
+	S3ONCE_EXPLORE=wide $(GO) test -count=1 -tags $(MUTANT_TAG) -timeout 4h -run '^(TestExplore|TestMutant)' -v ./internal/testkit/explore/
 
 clean:
 	rm -rf $(BIN) .s3data .build bench-out

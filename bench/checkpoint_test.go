@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/streamtest"
+	"github.com/s3once/s3once/internal/testkit/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/sink"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
 

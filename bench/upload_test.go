@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/streamtest"
+	"github.com/s3once/s3once/internal/testkit/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
 

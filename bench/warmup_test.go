@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 )
 
 // The server is SIGKILLed while CompleteMultipartUpload is in flight, then

@@ -16,7 +16,7 @@ import (
 	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 	"github.com/s3once/s3once/recoverable"
 )
 

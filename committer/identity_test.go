@@ -8,7 +8,7 @@ import (
 
 	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 )
 
 // fakeTests are the committer's protocol tests that also run against the
-// in-memory S3 (internal/s3mem). Left out: TestServerKilledDuringComplete
+// in-memory S3 (internal/testkit/s3mem). Left out: TestServerKilledDuringComplete
 // (it kills a server process) and TestSweepUnderFaults (it makes a second
 // bucket through the real server).
 var fakeTests = []struct {

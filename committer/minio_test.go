@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 const minioPrefix = "TestOnMinIO/"
@@ -20,7 +20,7 @@ var minio struct {
 
 // TestOnMinIO runs the committer's protocol tests (the ones that also run on
 // the in-memory S3) against MinIO, a second, independent S3 server. How
-// MinIO differs from versitygw is written down in internal/s3test's package
+// MinIO differs from versitygw is written down in internal/testkit/s3test's package
 // documentation.
 func TestOnMinIO(t *testing.T) {
 	t.Cleanup(func() {

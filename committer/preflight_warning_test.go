@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 )
 
 // TestPreflightReportsProbeLeftBehind: when the probe object cannot be deleted,

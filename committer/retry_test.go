@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 )
 
 func TestBackoffIsJitteredAndBounded(t *testing.T) {

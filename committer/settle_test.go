@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 

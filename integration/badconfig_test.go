@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // Bad input and bad configuration: the batch example exits non-zero with a

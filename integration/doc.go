@@ -36,7 +36,7 @@
 //     uninterrupted run's.
 //   - TestThrottleStorm, TestThrottleBudgetExhausted: the batch example
 //     through a proxy that answers 503 SlowDown below the SDK's retryer
-//     (internal/slowdown): a 30 s storm costs time only; an endless one
+//     (internal/testkit/slowdown): a 30 s storm costs time only; an endless one
 //     fails the run with [s3once:throttled] after the ThrottleBudget, and a
 //     rerun completes exactly.
 //   - TestZombieWriter: a writer stopped (SIGSTOP) while a proxy holds its

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // The job-server path (--runner=universal --endpoint=...), the one Flink

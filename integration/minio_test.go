@@ -3,7 +3,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // TestTokenRecoveryAcrossProcessDeathOnMinIO is

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // committer.Preflight reports, in PreflightResult.Warning, a probe object it

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // errorLines returns the lines of a program's log at level ERROR.

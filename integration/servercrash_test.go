@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // The S3 server is SIGKILLed in the middle of a run: while it completes an

@@ -8,7 +8,7 @@ import (
 
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // windowKey matches a file of the streaming example and captures its window.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/internal/mutant"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // mutantEnv switches bug on in a child built with mutantBinary.

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/errcode"
-	"github.com/s3once/s3once/internal/s3test"
-	"github.com/s3once/s3once/internal/slowdown"
+	"github.com/s3once/s3once/internal/testkit/s3test"
+	"github.com/s3once/s3once/internal/testkit/slowdown"
 )
 
 // stormLength is the storm a run rides out: S3 re-partitions a prefix for

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/s3once/s3once/integration/internal/pattern"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // A writer that keeps its resume tokens in a durable file, as a runner keeps

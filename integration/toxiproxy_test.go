@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // toxiproxy is a toxiproxy-server process on 127.0.0.1, driven through its

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // workerPid is the boot program's line for a worker, with its pid.

@@ -10,7 +10,7 @@
 // endpoint (--s3-endpoint, unset for AWS), the size of the input, and Beam's
 // runner flags (--runner, --endpoint for a job service). They share the
 // flag handling, the preflight and the summary of the harness in
-// internal/app (not importable from outside this module); the generators
+// internal/examples/harness (not importable from outside this module); the generators
 // live in packages corpus and events, so that other programs
 // (cmd/s3once-run, the integration tests) build the same pipelines.
 package pipelines

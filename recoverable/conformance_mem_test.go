@@ -3,8 +3,8 @@ package recoverable_test
 import (
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3mem"
-	"github.com/s3once/s3once/internal/streamtest"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
+	"github.com/s3once/s3once/internal/testkit/streamtest"
 )
 
 // TestConformanceMem runs the stream contract against the in-memory S3, with

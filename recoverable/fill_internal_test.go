@@ -7,7 +7,7 @@ import (
 
 	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 )
 
 // TestWriteChecksumsAsItCopies: the CRC64NVME that Write keeps while it

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3test"
-	"github.com/s3once/s3once/internal/streamtest"
+	"github.com/s3once/s3once/internal/testkit/s3test"
+	"github.com/s3once/s3once/internal/testkit/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -3,8 +3,8 @@ package recoverable_test
 import (
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3test"
-	"github.com/s3once/s3once/internal/streamtest"
+	"github.com/s3once/s3once/internal/testkit/s3test"
+	"github.com/s3once/s3once/internal/testkit/streamtest"
 )
 
 // TestConformanceMinIO runs the stream contract against MinIO, a second,

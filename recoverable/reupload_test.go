@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3test"
-	"github.com/s3once/s3once/internal/streamtest"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3test"
+	"github.com/s3once/s3once/internal/testkit/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -3,7 +3,7 @@ package sink
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"math/rand/v2"
 	"reflect"
 	"regexp"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
 

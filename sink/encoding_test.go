@@ -14,7 +14,7 @@ import (
 	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/internal/frame"
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 

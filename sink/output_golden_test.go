@@ -25,7 +25,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 )
 
 func init() {
@@ -146,7 +146,7 @@ func goldenCases() []goldenCase {
 // change cannot be rerun. Version 1's files never change: a change that
 // needs other bytes belongs in a new output version.
 //
-// The S3 server is the in-memory one (internal/s3mem): the bytes are the
+// The S3 server is the in-memory one (internal/testkit/s3mem): the bytes are the
 // sink's, and the test needs no server process.
 func TestOutputGolden(t *testing.T) {
 	for _, version := range []int{1, 2} {

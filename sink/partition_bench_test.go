@@ -10,8 +10,8 @@ import (
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3mem"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -24,7 +24,7 @@ const partitionBenchPartitions = 100
 // every partition the run writes and looks each key up in the run's key
 // set. The sub-benchmark names the run's file count (files=N, any value),
 // spread evenly over 100 partitions. The folder lives in the in-memory S3
-// (internal/s3mem), reached through the SDK's request path without a socket:
+// (internal/testkit/s3mem), reached through the SDK's request path without a socket:
 // the figure is the check's own cost, its requests' signing and parsing
 // included, without a server's disk or network.
 //

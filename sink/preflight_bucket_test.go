@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // policyClient is the client the sink builds for s (request settings

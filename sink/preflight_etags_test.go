@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 )
 
 // DisableChecksums on a bucket whose ETags are not MD5s (as under SSE-KMS):

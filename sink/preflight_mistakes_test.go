@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // onlyProblem checks that err reports exactly one problem, with no

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -20,7 +20,7 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 	"github.com/s3once/s3once/recoverable"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // settingsRun writes in to prefix on prism with the given compression and

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/s3once/s3once/icebergtable"
-	"github.com/s3once/s3once/internal/s3server"
+	"github.com/s3once/s3once/internal/localserver"
 	"github.com/s3once/s3once/pipelines/corpus"
 	"github.com/s3once/s3once/sink"
 )
@@ -37,9 +37,9 @@ func openIceberg(ctx context.Context, endpoint, data, bucket string, o options) 
 			"sql.driver": "sqlite", "sql.dialect": "sqlite",
 			"warehouse":                 "s3://" + bucket + "/lake",
 			icebergio.S3EndpointURL:     endpoint,
-			icebergio.S3Region:          s3server.Region,
-			icebergio.S3AccessKeyID:     s3server.AccessKey,
-			icebergio.S3SecretAccessKey: s3server.SecretKey,
+			icebergio.S3Region:          localserver.Region,
+			icebergio.S3AccessKeyID:     localserver.AccessKey,
+			icebergio.S3SecretAccessKey: localserver.SecretKey,
 		},
 		Table: "lake.corpus", RunID: st.runID, Record: reflect.TypeFor[corpus.Doc](),
 	}

@@ -39,9 +39,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/errcode"
-	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/examples/harness"
+	"github.com/s3once/s3once/internal/localserver"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3server"
 	"github.com/s3once/s3once/pipelines/corpus"
 	"github.com/s3once/s3once/program"
 	"github.com/s3once/s3once/sink"
@@ -107,7 +107,7 @@ type tableStage interface {
 }
 
 func run(o options, out, errOut io.Writer) int {
-	app.QuietLogs(o.verbose)
+	harness.QuietLogs(o.verbose)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(errOut, "\ns3once run: "+format+"\n", args...)
 		return 1
@@ -140,8 +140,8 @@ func run(o options, out, errOut io.Writer) int {
 	// (the context ends, the pipeline stops, the deferred Stop runs), and a
 	// second Ctrl-C or a pipeline that does not stop in time (stopAndExit).
 	// If this process is killed outright, the kernel kills the server too
-	// (s3server sets the parent-death signal).
-	srv, err := s3server.Launch(s3server.Options{Root: o.data})
+	// (localserver sets the parent-death signal).
+	srv, err := localserver.Launch(localserver.Options{Root: o.data})
 	if err != nil {
 		return fail("start the S3 server: %v", err)
 	}
@@ -161,7 +161,7 @@ func run(o options, out, errOut io.Writer) int {
 		os.Exit(130)
 	})
 
-	client := srv.Client(s3server.ClientOptions{MaxAttempts: 3})
+	client := srv.Client(localserver.ClientOptions{MaxAttempts: 3})
 	if err := ensureBucket(ctx, client, o.bucket); err != nil {
 		return fail("%v", err)
 	}
@@ -176,8 +176,8 @@ func run(o options, out, errOut io.Writer) int {
 	}
 	cfg := sink.Config{
 		Bucket: o.bucket, Prefix: o.prefix,
-		Endpoint: srv.Endpoint(), Region: s3server.Region, PathStyle: true,
-		AccessKeyID: s3server.AccessKey, SecretAccessKey: s3server.SecretKey,
+		Endpoint: srv.Endpoint(), Region: localserver.Region, PathStyle: true,
+		AccessKeyID: localserver.AccessKey, SecretAccessKey: localserver.SecretKey,
 		Format: "jsonl", Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
 	}
 	what := "gzip JSON Lines"
@@ -200,10 +200,10 @@ func run(o options, out, errOut io.Writer) int {
 	if err != nil {
 		return fail("build the pipeline: %v", err)
 	}
-	runID := app.Collect(s, results)
-	fmt.Fprintf(out, "writing %s generated documents as %s with sink.Write on the embedded prism runner\n", app.Thousands(int64(o.records)), what)
+	runID := harness.Collect(s, results)
+	fmt.Fprintf(out, "writing %s generated documents as %s with sink.Write on the embedded prism runner\n", harness.Thousands(int64(o.records)), what)
 	prog := startProgress(ctx, out, client, o.bucket, o.prefix)
-	res, err := app.Run(ctx, p, runID)
+	res, err := harness.Run(ctx, p, runID)
 	prog.stop()
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -217,7 +217,7 @@ func run(o options, out, errOut io.Writer) int {
 		return fail("the runner's report:\n%v\n\npipeline failed after %v: %s", program.Report(err), res.Elapsed.Round(time.Millisecond), program.Cause(err))
 	}
 	fmt.Fprintln(out)
-	sum := app.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}
+	sum := harness.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}
 	if err := sum.Write(out); err != nil {
 		return fail("%v", err)
 	}

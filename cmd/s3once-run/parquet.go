@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/examples/harness"
 	"github.com/s3once/s3once/pipelines/corpus"
 	"github.com/s3once/s3once/sink"
 )
@@ -44,7 +44,7 @@ func checkParquet(ctx context.Context, w io.Writer, c *s3.Client, bucket string,
 		return fmt.Errorf("read back: the files hold %d rows, %d documents were generated", rows, documents)
 	}
 	fmt.Fprintf(w, "read back with parquet-go: %d files, %d row groups, %s rows in their footers, each file's as committed, all %s documents\n",
-		len(rs), groups, app.Thousands(rows), app.Thousands(documents))
+		len(rs), groups, harness.Thousands(rows), harness.Thousands(documents))
 	return nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/examples/harness"
 	"github.com/s3once/s3once/internal/ownkeys"
 )
 
@@ -88,7 +88,7 @@ func snapshot(ctx context.Context, c *s3.Client, bucket, prefix string) string {
 			bytes += aws.ToInt64(o.Size)
 		}
 	}
-	return fmt.Sprintf("files being written: %d · committed: %d files, %s", open, files, app.HumanBytes(bytes))
+	return fmt.Sprintf("files being written: %d · committed: %d files, %s", open, files, harness.HumanBytes(bytes))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3once/s3once/internal/s3server"
+	"github.com/s3once/s3once/internal/localserver"
 )
 
 // lockedBuffer is a bytes.Buffer that serve writes while the test reads.
@@ -101,7 +101,7 @@ func TestReadmePath(t *testing.T) {
 	// Step 3: the server, on a free port for the test.
 	work := t.TempDir()
 	data := filepath.Join(work, "s3data")
-	port, err := s3server.FreePort()
+	port, err := localserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

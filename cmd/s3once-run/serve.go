@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/s3once/s3once/internal/s3server"
+	"github.com/s3once/s3once/internal/localserver"
 )
 
 // ServePort is the loopback port `make server` listens on.
@@ -25,12 +25,12 @@ type serveOptions struct {
 // export and the endpoint, and stops the server when ctx ends (Ctrl-C).
 // Its data stays in the data folder, objects as plain files.
 func serve(ctx context.Context, o serveOptions, out io.Writer) error {
-	srv, err := s3server.Launch(s3server.Options{Root: o.data, Port: o.port})
+	srv, err := localserver.Launch(localserver.Options{Root: o.data, Port: o.port})
 	if err != nil {
 		return fmt.Errorf("start the S3 server: %w", err)
 	}
 	defer srv.Stop()
-	if err := ensureBucket(ctx, srv.Client(s3server.ClientOptions{MaxAttempts: 3}), o.bucket); err != nil {
+	if err := ensureBucket(ctx, srv.Client(localserver.ClientOptions{MaxAttempts: 3}), o.bucket); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, `S3 server (versitygw, pid %d) listening on %s
@@ -48,7 +48,7 @@ and give it the endpoint and the bucket, as pipelines/minimal takes them:
 
 Ctrl-C stops the server; the files stay (make clean removes them).
 `, srv.PID(), srv.Endpoint(), o.bucket, filepath.Join(o.data, o.bucket)+string(filepath.Separator),
-		s3server.AccessKey, s3server.SecretKey, s3server.Region, srv.Endpoint(), o.bucket)
+		localserver.AccessKey, localserver.SecretKey, localserver.Region, srv.Endpoint(), o.bucket)
 	<-ctx.Done()
 	fmt.Fprintf(out, "\nstopping the S3 server (pid %d)\n", srv.PID())
 	return nil

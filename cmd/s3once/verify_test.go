@@ -24,10 +24,10 @@ import (
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3fault"
-	"github.com/s3once/s3once/internal/s3test"
 	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/internal/tablemarker"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 const (

@@ -1,6 +1,6 @@
 // Package mutant holds test-only switches that put known past bugs back
 // into s3once's protocol code, so that a test can show that the explorer
-// (internal/explore) and the integration tests catch each of them.
+// (internal/testkit/explore) and the integration tests catch each of them.
 //
 // The switches exist only in builds with the s3once_mutant build tag. In
 // any other build (every shipped binary) the packages that carry mutation

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3test"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 // With no credentials anywhere and an instance-metadata service that

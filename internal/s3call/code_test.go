@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 )
 
 // TestCodeOf holds the one mapping to what servers answer: by error code

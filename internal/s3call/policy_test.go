@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3fault"
+	"github.com/s3once/s3once/internal/testkit/s3fault"
 )
 
 // stall is a call that never gets an answer.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/s3once/s3once/internal/mutant"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/slowdown"
+	"github.com/s3once/s3once/internal/testkit/slowdown"
 )
 
 // TestMutantNoThrottleBackoff: without the lanes' backoff and Do's budget,

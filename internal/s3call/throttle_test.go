@@ -15,8 +15,8 @@ import (
 
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/s3call"
-	"github.com/s3once/s3once/internal/s3test"
-	"github.com/s3once/s3once/internal/slowdown"
+	"github.com/s3once/s3once/internal/testkit/s3test"
+	"github.com/s3once/s3once/internal/testkit/slowdown"
 )
 
 // throttled is a client of a real server whose requests pass through a

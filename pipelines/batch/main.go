@@ -30,21 +30,21 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/examples/harness"
 	"github.com/s3once/s3once/pipelines/corpus"
 	"github.com/s3once/s3once/sink"
 )
 
 func main() {
 	var (
-		sf     app.SinkFlags
-		common app.Common
+		sf     harness.SinkFlags
+		common harness.Common
 		o      corpus.Options
 		seed   uint64
 		format string
 		pq     sink.ParquetOptions
 	)
-	usage := app.NewUsage(flag.CommandLine, "batch")
+	usage := harness.NewUsage(flag.CommandLine, "batch")
 	sf.Register(flag.CommandLine, "corpus", "gzip")
 	common.Register(flag.CommandLine)
 	flag.IntVar(&o.Records, "records", 50_000, "number of documents to generate")
@@ -63,9 +63,9 @@ func main() {
 
 	if _, err := o.Check(); err != nil {
 		os.Stderr.WriteString("s3once batch: " + err.Error() + "\n")
-		os.Exit(app.ExitUsage)
+		os.Exit(harness.ExitUsage)
 	}
-	prog := app.Program{
+	prog := harness.Program{
 		Name: "batch", Sink: &sf, Common: &common,
 		// The settings go on the Config before the preflight runs, so that
 		// it checks the folder against the settings the files get.

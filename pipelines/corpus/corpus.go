@@ -16,7 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/s3once/s3once/internal/example"
+	"github.com/s3once/s3once/internal/examples/sinkdefaults"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -114,14 +114,14 @@ func Write(s beam.Scope, o Options, cfg sink.Config) (beam.PCollection, error) {
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	return example.Write(s, docs, cfg, Destination)
+	return sinkdefaults.Write(s, docs, cfg, Destination)
 }
 
 // Configure sets what Write sets on cfg: the example's default format
 // ("jsonl") and its Destination. A program that runs sink.Preflight
 // before Write calls it first, so that the preflight checks the settings
 // the files are written with.
-func Configure(cfg *sink.Config) { example.Configure(cfg, Destination) }
+func Configure(cfg *sink.Config) { sinkdefaults.Configure(cfg, Destination) }
 
 // generateFn makes the documents [start, start+chunk) of the corpus.
 type generateFn struct {

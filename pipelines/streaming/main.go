@@ -23,19 +23,19 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/s3once/s3once/internal/app"
+	"github.com/s3once/s3once/internal/examples/harness"
 	"github.com/s3once/s3once/pipelines/events"
 	"github.com/s3once/s3once/sink"
 )
 
 func main() {
 	var (
-		sf     app.SinkFlags
-		common app.Common
+		sf     harness.SinkFlags
+		common harness.Common
 		o      events.Options
 		seed   uint64
 	)
-	usage := app.NewUsage(flag.CommandLine, "streaming")
+	usage := harness.NewUsage(flag.CommandLine, "streaming")
 	sf.Register(flag.CommandLine, "events", "gzip")
 	common.Register(flag.CommandLine)
 	flag.IntVar(&o.Records, "records", 100_000, "number of events to generate")
@@ -51,9 +51,9 @@ func main() {
 
 	if _, err := o.Check(); err != nil {
 		os.Stderr.WriteString("s3once streaming: " + err.Error() + "\n")
-		os.Exit(app.ExitUsage)
+		os.Exit(harness.ExitUsage)
 	}
-	prog := app.Program{
+	prog := harness.Program{
 		Name: "streaming", Sink: &sf, Common: &common,
 		Config: events.Configure, // before the preflight, which checks these settings
 		Build: func(s beam.Scope, cfg sink.Config) (beam.PCollection, error) {

@@ -1,0 +1,107 @@
+package s3once_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/s3once/s3once"
+
+// testkit is the folder of the packages that exist only for tests: the
+// in-memory server, fault wrappers, the stream conformance suite and the
+// explorer. Production code never imports them.
+const testkit = module + "/internal/testkit/"
+
+// shipped are the programs s3once ships or documents as programs to run.
+var shipped = []string{
+	module + "/cmd/s3once",
+	module + "/cmd/s3once-run",
+	module + "/pipelines/batch",
+	module + "/pipelines/streaming",
+	module + "/pipelines/minimal",
+}
+
+type listed struct {
+	ImportPath string
+	Imports    []string // of the package's non-test files
+	Deps       []string
+}
+
+// goList runs `go list -json` with args and decodes its stream of objects.
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list %v: decode: %v", args, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatalf("go list %v listed nothing", args)
+	}
+	return pkgs
+}
+
+// TestTestKitStaysInTests: no package outside internal/testkit/ imports a
+// test-kit package from its non-test files, and no shipped program links
+// one.
+func TestTestKitStaysInTests(t *testing.T) {
+	kit := 0
+	for _, p := range goList(t, module+"/...") {
+		if strings.HasPrefix(p.ImportPath, testkit) {
+			kit++
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, testkit) {
+				t.Errorf("%s imports the test-kit package %s outside its tests", p.ImportPath, imp)
+			}
+		}
+	}
+	if kit == 0 {
+		t.Fatalf("no package under %s: the check looks in the wrong place", testkit)
+	}
+	for _, p := range goList(t, shipped...) {
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, testkit) {
+				t.Errorf("the shipped program %s links the test-kit package %s", p.ImportPath, d)
+			}
+		}
+	}
+}
+
+// TestShippedCarryNoMutants: the mutation switches exist only in builds
+// with the s3once_mutant tag; shipped programs, built without it, do not link
+// internal/mutant at all. With the tag they do, so the check looks at the
+// right name.
+func TestShippedCarryNoMutants(t *testing.T) {
+	const mutant = module + "/internal/mutant"
+	has := func(pkgs []listed) bool {
+		for _, p := range pkgs {
+			for _, d := range p.Deps {
+				if d == mutant {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if has(goList(t, shipped...)) {
+		t.Errorf("a shipped program links %s without the s3once_mutant tag", mutant)
+	}
+	if !has(goList(t, "-tags", "s3once_mutant", module+"/cmd/s3once")) {
+		t.Errorf("cmd/s3once does not link %s even with the tag: the check looks for the wrong path", mutant)
+	}
+}
