@@ -18,7 +18,11 @@
 package icebergtable
 
 import (
-	// The SQL catalog and its pure-Go SQLite driver, and the S3 file IO.
+	// The catalogs a Config's "type" may name (each registers itself when
+	// imported: "sql", "rest", "glue"), the SQL catalog's pure-Go SQLite
+	// driver, and the S3 file IO.
+	_ "github.com/apache/iceberg-go/catalog/glue"
+	_ "github.com/apache/iceberg-go/catalog/rest"
 	_ "github.com/apache/iceberg-go/catalog/sql"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	_ "modernc.org/sqlite"
