@@ -85,6 +85,18 @@ func TestJobServer(t *testing.T) {
 			if head := fmt.Sprintf("s3once %s: %d files committed", tc.name, len(want)); !strings.Contains(o.Stdout, head) {
 				t.Errorf("the summary does not say %q; stdout:\n%s", head, o.Stdout)
 			}
+			// A good job logs no ERROR line the docs do not explain
+			// (docs/engines.md, "A job server"): the submitter none, the
+			// job server only prism's report of the workers it killed at
+			// the job's end.
+			if e := errorLines(o.Stderr + o.Stdout); len(e) > 0 {
+				t.Errorf("the submitting program logged %d ERROR lines on a good job:\n%s", len(e), strings.Join(e, "\n"))
+			}
+			for _, l := range errorLines(js.output()) {
+				if !explainedJobServerError(l) {
+					t.Errorf("the job server logged an ERROR line the docs do not explain:\n%s", l)
+				}
+			}
 			sweepAndCheckClean(t, client, bucket, tc.prefix+"/")
 			// The boot program removed the staged binary as soon as the
 			// worker ran from it, even if the job server killed it since.
@@ -278,4 +290,11 @@ func (js *jobServer) output() string {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	return js.out.String()
+}
+
+// explainedJobServerError reports whether an ERROR line of the job server is
+// one docs/engines.md explains: prism killing a worker's boot program when
+// the job ends.
+func explainedJobServerError(line string) bool {
+	return strings.Contains(line, `msg="process failed while running"`) && strings.Contains(line, `error="signal: killed"`)
 }
