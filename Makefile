@@ -64,6 +64,7 @@ SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch FuzzDecodeSettings FuzzUnpack
 OWNKEYS_FUZZ := FuzzKeys FuzzPartitionKeys
 MANIFEST_FUZZ := FuzzDecodeManifest FuzzEncodeManifest
 SETTINGSMARKER_FUZZ := FuzzDecodeSettingsMarker
+PARQUETROW_FUZZ := FuzzDecode
 
 fuzz:
 	set -e; for f in $(CODER_FUZZ); do \
@@ -76,6 +77,8 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/manifest/; \
 	done; for f in $(SETTINGSMARKER_FUZZ); do \
 		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/settingsmarker/; \
+	done; for f in $(PARQUETROW_FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/parquetrow/; \
 	done
 
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a

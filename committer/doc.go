@@ -227,7 +227,8 @@
 //
 // commit.go runs the commit protocol; lookup.go finds out what a key holds
 // (HEAD, read-back) and judges forged content; preflight.go probes a
-// bucket's conditional writes; cleanup.go deletes a commit's side objects;
+// bucket's conditional writes; folder.go holds the operations on an output folder as a
+// whole (look-ups, objects written once, listings, discards); cleanup.go deletes a commit's side objects;
 // objects.go lists and deletes objects in bulk for the clean-up and the
 // sweep; sweep.go removes what writers left; retry.go holds the committer's
 // call policy. Reading S3 errors, the retry policy, paginated listings and

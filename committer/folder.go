@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -71,6 +72,10 @@ func (c *Committer) Lookup(ctx context.Context, bucket, key string, size int64) 
 // one object), under the Policy.
 func (c *Committer) ReadObject(ctx context.Context, bucket, key string, max int64) (body []byte, found bool, err error) {
 	var etag string
+	limit := max // one byte past max tells an object over max; max+1 must not wrap around
+	if limit < math.MaxInt64 {
+		limit++
+	}
 	read := func(ctx context.Context) ([]byte, error) {
 		in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 		if etag != "" {
@@ -84,7 +89,7 @@ func (c *Committer) ReadObject(ctx context.Context, bucket, key string, max int6
 		if etag == "" {
 			etag = aws.ToString(out.ETag)
 		}
-		b, err := io.ReadAll(io.LimitReader(out.Body, max+1))
+		b, err := io.ReadAll(io.LimitReader(out.Body, limit))
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +182,15 @@ func (c *Committer) Discard(ctx context.Context, crs []recoverable.CommitToken) 
 	var mu sync.Mutex
 	var errs []error
 	for _, cr := range crs {
+		if cr.Bucket == "" || cr.Key == "" || cr.UploadID == "" {
+			// Nothing to address the upload by: no call is made for it.
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("discard upload %q of s3://%s/%s: %w: bucket, key and upload ID are required", cr.UploadID, cr.Bucket, cr.Key, recoverable.ErrInvalidToken))
+			mu.Unlock()
+			continue
+		}
 		g.Go(func() error {
-			if _, err := c.abortUpload(gctx, cr); err != nil {
+			if err := c.discardUpload(gctx, cr); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("abort upload %s of s3://%s/%s: %w", cr.UploadID, cr.Bucket, cr.Key, err))
 				mu.Unlock()
@@ -197,4 +209,19 @@ func (c *Committer) Discard(ctx context.Context, crs []recoverable.CommitToken) 
 		errs = append(errs[:3], fmt.Errorf("and %d more", len(errs)-3))
 	}
 	return errors.Join(errs...)
+}
+
+// discardUpload aborts the token's upload under ctx, Discard's one bound
+// (abortUpload would detach it and bound it afresh). An upload already gone
+// is no error.
+func (c *Committer) discardUpload(ctx context.Context, cr recoverable.CommitToken) error {
+	_, err := call(ctx, c, "abort upload", func(ctx context.Context) (*s3.AbortMultipartUploadOutput, error) {
+		return c.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: aws.String(cr.Bucket), Key: aws.String(cr.Key), UploadId: aws.String(cr.UploadID),
+		})
+	})
+	if err != nil && !s3call.IsNoSuchUpload(err) {
+		return err
+	}
+	return nil
 }

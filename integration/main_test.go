@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // children are the programs the tests run, built together (one go build
 // shares the work) the first time one is needed.
-var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter", "cmd/s3once"}
+var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter", "cmd/s3once", "cmd/s3once-run"}
 
 // build is one build of the children, once per test process: plain, or
 // with the mutant build tag.

@@ -108,20 +108,9 @@ func isProbeKey(key string) bool {
 }
 
 func (ht *holdTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	var body []byte
-	if r.Body != nil {
-		var err error
-		body, err = io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	again := func(ctx context.Context) *http.Request {
-		out := r.Clone(ctx)
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.ContentLength = int64(len(body))
-		return out
+	body, again, err := buffered(r)
+	if err != nil {
+		return nil, err
 	}
 	h := ht.h
 	ev := kindOf(r, body)
@@ -142,6 +131,24 @@ func (ht *holdTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	h.landed <- hr
 	return resp, err
+}
+
+// buffered reads r's body whole and returns it, with a function that makes
+// r again, under another context, for sending on (once held, or at once).
+func buffered(r *http.Request) (body []byte, again func(context.Context) *http.Request, err error) {
+	if r.Body != nil {
+		body, err = io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return body, func(ctx context.Context) *http.Request {
+		out := r.Clone(ctx)
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		return out
+	}, nil
 }
 
 // splitPath returns the bucket and key of a path-style request.

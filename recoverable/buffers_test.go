@@ -57,10 +57,15 @@ func TestWriterReusesPartBuffers(t *testing.T) {
 		}
 		_ = s.Dispose(ctx)
 	}
-	// The first file allocates its three buffers (Concurrency + 1); the
-	// second takes them from the pool and allocates only the requests.
-	if allocated[0] < 3*streamtest.PartSize {
-		t.Fatalf("first file allocated %d bytes, less than its 3 part buffers", allocated[0])
+	// The first file allocates its buffers as it needs them: one at least,
+	// and never more than Concurrency + 1 (three), however fast its parts
+	// upload (a part acknowledged before the next one fills gives its
+	// buffer back to the pool, so two may do); the requests add less than
+	// a buffer. The second takes them from the pool and allocates only the
+	// requests.
+	if allocated[0] < streamtest.PartSize || allocated[0] >= 4*streamtest.PartSize {
+		t.Fatalf("first file allocated %d bytes; want between one part buffer and its 3 buffers plus the requests (%d to %d)",
+			allocated[0], streamtest.PartSize, 4*streamtest.PartSize)
 	}
 	if allocated[1] >= streamtest.PartSize {
 		t.Fatalf("second file allocated %d bytes, at least one part buffer: buffers not reused", allocated[1])

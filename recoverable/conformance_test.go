@@ -162,6 +162,13 @@ func TestBadOptions(t *testing.T) {
 		if !errors.Is(err, recoverable.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewWriter(%+v) = %v, want ErrInvalidOptions naming %s", tc.o, err, tc.want)
 		}
+		// Validate refuses the same, without a client.
+		if verr := tc.o.Validate(); verr == nil || err == nil || verr.Error() != err.Error() {
+			t.Errorf("Validate(%+v) = %v; NewWriter said %v", tc.o, verr, err)
+		}
+	}
+	if err := (recoverable.Options{}).Validate(); err != nil {
+		t.Errorf("the zero Options do not validate: %v", err)
 	}
 	if _, err := recoverable.NewWriter(nil, recoverable.Options{}); !errors.Is(err, recoverable.ErrInvalidOptions) {
 		t.Errorf("nil client: %v", err)

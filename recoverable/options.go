@@ -59,6 +59,14 @@ type Options struct {
 	DisableChecksums bool
 }
 
+// Validate reports every problem of o, after its defaults, in one error
+// wrapping ErrInvalidOptions: what NewWriter would refuse of it, for a
+// caller that checks its configuration before it has a client.
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // withDefaults validates o and fills in defaults.
 func (o Options) withDefaults() (Options, error) {
 	var problems []string

@@ -28,11 +28,9 @@ func (c Config) AWSConfig(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, err
 	}
-	cfg, err := s3call.LoadConfig(ctx, s3call.ClientOptions{
-		Endpoint: c.Endpoint, Region: c.Region,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts,
-	})
+	// LoadConfig takes the region, credentials and MaxAttempts of the
+	// options; the endpoint and addressing are the other client's.
+	cfg, err := s3call.LoadConfig(ctx, c.connection().clientOptions(nil))
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("s3once sink: %w", err)
 	}

@@ -18,16 +18,50 @@ import (
 // conditional writes once per process rather than once per DoFn instance.
 var (
 	workersMu sync.Mutex
-	workers   = map[connection]*worker{}
+	workers   = map[workerKey]*worker{}
 )
 
-// connection is the part of the settings that makes a client.
+// connection is what makes a client: where the server is, how to reach it
+// and sign for it, and how its calls retry. It is the one source of the
+// client options (clientOptions); the settings embed it, so its fields are
+// theirs, in the DoFns' JSON too; and it is comparable, the heart of the
+// worker cache's key.
 type connection struct {
-	Endpoint, Region                           string
-	PathStyle, DisableChecksums                bool
-	AccessKeyID, SecretAccessKey, SessionToken string
-	MaxAttempts                                int
-	ThrottleBudget                             time.Duration
+	Endpoint         string        `json:"endpoint,omitempty"`
+	Region           string        `json:"region,omitempty"`
+	PathStyle        bool          `json:"pathStyle,omitempty"`
+	AccessKeyID      string        `json:"accessKeyID,omitempty"`
+	SecretAccessKey  string        `json:"secretAccessKey,omitempty"`
+	SessionToken     string        `json:"sessionToken,omitempty"`
+	MaxAttempts      int           `json:"maxAttempts,omitempty"`
+	DisableChecksums bool          `json:"disableChecksums,omitempty"`
+	ThrottleBudget   time.Duration `json:"throttleBudget,omitempty"`
+}
+
+// connection is the Config's connection, as given (settings fills in the
+// ThrottleBudget's default).
+func (c Config) connection() connection {
+	return connection{
+		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, ThrottleBudget: c.ThrottleBudget,
+	}
+}
+
+// clientOptions are the options of a client for c, with throttle's backoff
+// and budget (nil for a configuration alone, see Config.AWSConfig).
+func (c connection) clientOptions(throttle *s3call.Throttle) s3call.ClientOptions {
+	return s3call.ClientOptions{
+		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, Throttle: throttle,
+	}
+}
+
+// workerKey tells the process's workers apart: a connection, and what else
+// its committer and requests depend on.
+type workerKey struct {
+	connection
 	// StagingPrefix is the committer's: it cleans up only under it.
 	StagingPrefix string
 	// Requests fingerprints the request settings (requests.go).
@@ -53,11 +87,7 @@ func (s settings) setUp(ctx context.Context, ready func(*committer.Committer, s3
 
 // worker returns the process's client and committer for the settings.
 func (s settings) worker(ctx context.Context) (*worker, error) {
-	key := connection{
-		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle, DisableChecksums: s.DisableChecksums,
-		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, ThrottleBudget: s.ThrottleBudget, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint(),
-	}
+	key := workerKey{connection: s.connection, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint()}
 	workersMu.Lock()
 	defer workersMu.Unlock()
 	if w, ok := workers[key]; ok {
@@ -87,12 +117,9 @@ func (s settings) newClient(ctx context.Context, throttle *s3call.Throttle) (*s3
 	if err != nil {
 		return nil, err
 	}
-	c, err := s3call.NewClient(ctx, s3call.ClientOptions{
-		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
-		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums, Throttle: throttle,
-		Options: []func(*s3.Options){req.Apply},
-	})
+	o := s.connection.clientOptions(throttle)
+	o.Options = []func(*s3.Options){req.Apply}
+	c, err := s3call.NewClient(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: %w", err)
 	}

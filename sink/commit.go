@@ -46,6 +46,7 @@ type FileResult struct {
 
 // Beam metrics, in the "s3once" namespace.
 var (
+	metricReceived       = beam.NewCounter("s3once", "records_received")
 	metricRecords        = beam.NewCounter("s3once", "records_written")
 	metricBytes          = beam.NewCounter("s3once", "bytes_written")
 	metricParts          = beam.NewCounter("s3once", "parts_uploaded")

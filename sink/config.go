@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
@@ -310,16 +308,8 @@ type settings struct {
 	Prefix        string `json:"prefix,omitempty"`
 	StagingPrefix string `json:"stagingPrefix,omitempty"`
 
-	Endpoint         string `json:"endpoint,omitempty"`
-	Region           string `json:"region,omitempty"`
-	PathStyle        bool   `json:"pathStyle,omitempty"`
-	AccessKeyID      string `json:"accessKeyID,omitempty"`
-	SecretAccessKey  string `json:"secretAccessKey,omitempty"`
-	SessionToken     string `json:"sessionToken,omitempty"`
-	MaxAttempts      int    `json:"maxAttempts,omitempty"`
-	DisableChecksums bool   `json:"disableChecksums,omitempty"`
-
-	ThrottleBudget time.Duration `json:"throttleBudget,omitempty"`
+	// connection is how the client reaches S3 (client.go).
+	connection
 
 	Format      string `json:"format,omitempty"`
 	Compression string `json:"compression,omitempty"`
@@ -364,10 +354,8 @@ func (c Config) settings() (settings, error) {
 
 	s := settings{
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
-		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, ThrottleBudget: c.ThrottleBudget,
-		Format: c.Format, Compression: c.Compression,
+		connection: c.connection(),
+		Format:     c.Format, Compression: c.Compression,
 		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
 		FinalizeCommit: c.FinalizeCommit,
@@ -489,9 +477,8 @@ func (c Config) settings() (settings, error) {
 		s.FinalizeCommit = mode
 	}
 
-	// The recoverable package owns the bounds of its options. A typed nil
-	// client passes its nil check; the writer is never used.
-	if _, err := recoverable.NewWriter((*s3.Client)(nil), s.streamOptions()); err != nil {
+	// The recoverable package owns the bounds of its options.
+	if err := s.streamOptions().Validate(); err != nil {
 		// Its problems, without its own code: this error carries the
 		// configuration's.
 		bad("%s", strings.TrimPrefix(err.Error(), recoverable.ErrInvalidOptions.Error()+": "))
@@ -509,10 +496,8 @@ func (c Config) settings() (settings, error) {
 func (s settings) forCommit() settings {
 	return settings{
 		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
-		Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
-		AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
-		MaxAttempts: s.MaxAttempts, DisableChecksums: s.DisableChecksums, ThrottleBudget: s.ThrottleBudget,
-		Requests: s.Requests, OutputVersion: s.OutputVersion,
+		connection: s.connection,
+		Requests:   s.Requests, OutputVersion: s.OutputVersion,
 	}
 }
 

@@ -91,6 +91,7 @@ func TestCountersAgreeWithResults(t *testing.T) {
 			"commits_already_done":    kept,
 			"barrier_files":           files64,
 			"barrier_kept":            kept,
+			"records_received":        int64(len(in) + len(events)),
 			"records_written":         recs,
 			"bytes_written":           size,
 			"parts_uploaded":          files64,

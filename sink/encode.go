@@ -108,6 +108,8 @@ type encodeFn struct {
 	dest   reflectx.Func
 	buf    []byte
 	packs  packer
+	// received counts the bundle's records, for records_received.
+	received int64
 }
 
 // newEncodeFn makes the Encode stage's DoFn from the settings, for a
@@ -150,6 +152,7 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.MaxFileBytes)
 	}
 	key := shardKey(f.shards.shard(f.buf), dest)
+	f.received++
 	if !f.Pack {
 		emit(ts, key, appendRecord(newPack(len(f.buf)+binary.MaxVarintLen64), f.buf))
 		return nil
@@ -159,9 +162,12 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 }
 
 // FinishBundle emits the packs the bundle left open (they are in the global
-// window, where Beam puts what FinishBundle emits).
-func (f *encodeFn) FinishBundle(emit func(beam.EventTime, []byte, []byte)) {
+// window, where Beam puts what FinishBundle emits), and counts the bundle's
+// records once, not per record.
+func (f *encodeFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, []byte, []byte)) {
 	f.packs.flush(emit)
+	metricReceived.Inc(ctx, f.received)
+	f.received = 0
 }
 
 func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {

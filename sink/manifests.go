@@ -27,7 +27,10 @@ package sink
 //     global window, so no runner collects it before the timer fires. Data
 //     later than the expiry is dropped by Beam before it reaches the sink.
 //     The user's trigger plays no part: one manifest per partition and one
-//     marker per window, however many panes fired.
+//     marker per window, however many panes fired. The global window never
+//     expires: its results (bounded input with FinalizeCommit "always", or
+//     where Beam hides the boundedness) go to a GroupByKey in the global
+//     window instead, which fires once the input has ended.
 
 import (
 	"bytes"
@@ -54,6 +57,9 @@ import (
 
 func init() {
 	register.Function1x2(windowKey)
+	register.Function4x0(splitExpiry)
+	register.Emitter2[string, expiring]()
+	register.Emitter2[string, FileResult]()
 	register.DoFn4x1[context.Context, string, func(*FileResult) bool, func(string), error](&windowDoneFn{})
 	register.DoFn2x2[beam.Window, FileResult, string, expiring](&expiryKeyFn{})
 	register.DoFn5x1[context.Context, state.Provider, timers.Provider, string, expiring, error](&windowExpiryFn{})
@@ -97,15 +103,54 @@ func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bo
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
+	expires, endless, err := splitByExpiry(s, global)
+	if err != nil {
+		return err
+	}
 	_, err = beam.TryParDo(s, &windowExpiryFn{
 		windowWriter: w,
 		Results:      state.MakeBagState[expiring]("results"),
 		Expiry:       timers.InEventTime("expiry"),
-	}, global)
+	}, expires)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
+	// The global window never expires: its results are complete when the
+	// input is, which a GroupByKey in the global window (with the default
+	// trigger WindowInto gave them) waits for. Bounded input thus gets its
+	// manifests at its end; unbounded input in the global window never
+	// completes a partition.
+	grouped, err := beam.TryGroupByKey(s, endless)
+	if err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	if _, err = beam.TryParDo(s, &windowDoneFn{windowWriter: w}, grouped); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
 	return nil
+}
+
+// splitByExpiry parts the keyed results into those of windows that expire
+// and those of the global window, which does not.
+func splitByExpiry(s beam.Scope, keyed beam.PCollection) (expires, endless beam.PCollection, err error) {
+	outs, err := beam.TryParDo(s, splitExpiry, keyed)
+	if err != nil {
+		return expires, endless, fmt.Errorf("s3once sink: %w", err)
+	}
+	if len(outs) != 2 {
+		return expires, endless, fmt.Errorf("s3once sink: the expiry split has %d outputs", len(outs))
+	}
+	return outs[0], outs[1], nil
+}
+
+// splitExpiry sends a result whose window expires to expires, and one of
+// the global window to endless.
+func splitExpiry(window string, e expiring, expires func(string, expiring), endless func(string, FileResult)) {
+	if e.Expiry >= int64(mtime.EndOfGlobalWindowTime) {
+		endless(window, e.Result)
+		return
+	}
+	expires(window, e)
 }
 
 // windowWriter writes a complete window's manifests and marker.

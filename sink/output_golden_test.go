@@ -209,7 +209,7 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 			t.Fatal(err)
 		}
 	}
-	enc.FinishBundle(toGroup)
+	enc.FinishBundle(ctx, toGroup)
 
 	// Group and Batch: the packs come in reverse order, which the sort
 	// undoes.

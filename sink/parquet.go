@@ -9,6 +9,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+
+	"github.com/s3once/s3once/internal/parquetrow"
 )
 
 func init() {
@@ -145,15 +147,15 @@ func (s settings) parquetRowType() (reflect.Type, error) {
 // bytes. Its settings are in Config.Parquet; it is registered as "parquet".
 type Parquet struct{}
 
-var parquetRowCodecs sync.Map // reflect.Type -> *rowCodec
+var parquetRowCodecs sync.Map // reflect.Type -> *parquetrow.Codec
 
 // parquetRowCodec returns the row codec of t, checking t's Parquet schema
 // the first time.
-func parquetRowCodec(t reflect.Type) (*rowCodec, error) {
+func parquetRowCodec(t reflect.Type) (*parquetrow.Codec, error) {
 	if c, ok := parquetRowCodecs.Load(t); ok {
-		return c.(*rowCodec), nil
+		return c.(*parquetrow.Codec), nil
 	}
-	c, err := newRowCodec(t)
+	c, err := parquetrow.New(t)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +195,7 @@ func (Parquet) Append(dst []byte, elem any) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
-	if dst, err = c.append(dst, v); err != nil {
+	if dst, err = c.Append(dst, v); err != nil {
 		return dst[:start], err
 	}
 	return dst, nil

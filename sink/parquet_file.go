@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,14 +13,14 @@ import (
 	"github.com/minio/crc64nvme"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/s3once/s3once/coder"
+	"github.com/s3once/s3once/internal/parquetrow"
 )
 
 // errParquetReplay is wrapped by the error of a recovery whose re-encoded
 // records do not give the bytes the token describes: the library or its
 // settings changed since the checkpoint. The writer then writes the file
 // again from its first record.
-var errParquetReplay = errors.New("s3once sink: re-encoding the records of an open Parquet file does not give the bytes its token describes")
+var errParquetReplay error = staleBody("s3once sink: re-encoding the records of an open Parquet file does not give the bytes its token describes")
 
 // maxSuspendedParquet bounds the Parquet files a writer instance keeps
 // encoders for between a self-checkpoint and its resume.
@@ -30,7 +31,7 @@ const maxSuspendedParquet = 2
 // the same instance goes on without re-encoding the file's records.
 type parquetWriters struct {
 	s      parquetSettings
-	codec  *rowCodec
+	codec  *parquetrow.Codec
 	schema *parquet.Schema
 	pages  parquet.WriterOption
 	// version is the output version; version 2 bounds the statistics of
@@ -84,7 +85,7 @@ func newParquetWriters(s settings) (*parquetWriters, error) {
 type parquetFile struct {
 	pw    *parquet.Writer
 	out   *parquetOutput
-	codec *rowCodec
+	codec *parquetrow.Codec
 	val   reflect.Value // decoded into, record after record
 
 	settings parquetSettings
@@ -136,7 +137,7 @@ func (p *parquetWriters) start(w io.Writer) *parquetFile {
 		pw:       parquet.NewWriter(out, opts...),
 		out:      out,
 		codec:    p.codec,
-		val:      reflect.New(p.codec.t).Elem(),
+		val:      reflect.New(p.codec.Type()).Elem(),
 		settings: p.s,
 		version:  p.version,
 	}
@@ -144,7 +145,7 @@ func (p *parquetWriters) start(w io.Writer) *parquetFile {
 
 // write adds a record (its row encoding) to the file.
 func (f *parquetFile) write(rec []byte) error {
-	if err := f.codec.decode(rec, f.val); err != nil {
+	if err := f.codec.Decode(rec, f.val); err != nil {
 		return err
 	}
 	if err := f.pw.Write(f.val.Addr().Interface()); err != nil {
@@ -223,51 +224,83 @@ var (
 	metricParquetReplayedRecord = beam.NewCounter("s3once", "parquet_records_replayed")
 )
 
-// resumeParquet readies the encoder of the file rest's token names, just
-// recovered into w.stream. The encoder this instance suspended at that
-// checkpoint goes on when it stands exactly where the token does (records,
-// bytes and CRC64NVME); otherwise the file's records so far are encoded
-// again, their bytes dropped, and their size and CRC64NVME checked against
-// the token's: that rebuilds the metadata of the row groups already in the
-// file and the open row group. A mismatch wraps errParquetReplay.
-func (w *fileWriter) resumeParquet(rest restriction) error {
-	p := w.fn.pq
-	if p == nil {
-		return nil
-	}
-	rr, err := coder.DecodeResumeToken(rest.Token)
-	if err != nil {
-		return w.fail("decode resume token", err)
-	}
-	size, crc := rr.Size(), rr.CRC()
-	if f := p.take(rr.UploadID); f != nil && f.records == rest.FileRecords && f.out.n == size && f.out.crc == crc {
-		f.out.w = w.stream
+// parquetBody is the body of one Parquet file: its encoder, and the
+// instance's Parquet state it came from.
+type parquetBody struct {
+	p    *parquetWriters
+	f    *parquetFile
+	fail failFunc
+}
+
+func (p *parquetWriters) open(w io.Writer, fail failFunc) (fileBody, error) {
+	return &parquetBody{p: p, f: p.start(w), fail: fail}, nil
+}
+
+// resume readies the encoder of the file at names. The encoder this
+// instance suspended at that checkpoint goes on when it stands exactly
+// where the token does (records, bytes and CRC64NVME); otherwise the file's
+// records so far are encoded again, their bytes dropped, and their size and
+// CRC64NVME checked against the token's: that rebuilds the metadata of the
+// row groups already in the file and the open row group. A mismatch wraps
+// errParquetReplay.
+func (p *parquetWriters) resume(ctx context.Context, w io.Writer, at resumePoint, fail failFunc) (fileBody, error) {
+	rest := at.rest
+	size, crc := at.token.Size(), at.token.CRC()
+	if f := p.take(at.token.UploadID); f != nil && f.records == rest.FileRecords && f.out.n == size && f.out.crc == crc {
+		f.out.w = w
 		f.upload = ""
-		w.enc = f
-		return nil
+		return &parquetBody{p: p, f: f, fail: fail}, nil
 	}
 	first := rest.Start - rest.FileRecords
-	if first < 0 || rest.Start > int64(len(w.b.Lines)) {
-		return w.fail("recover", fmt.Errorf("the restriction %v does not match the batch of %d records", rest, len(w.b.Lines)))
+	if first < 0 || rest.Start > int64(len(at.lines)) {
+		return nil, fail("recover", fmt.Errorf("the restriction %v does not match the batch of %d records", rest, len(at.lines)))
 	}
 	f := p.start(nil)
 	var bytes int64
-	for _, line := range w.b.Lines[first:rest.Start] {
+	for _, line := range at.lines[first:rest.Start] {
 		if err := f.write(line); err != nil {
-			return w.fail("re-encode", err)
+			return nil, fail("re-encode", err)
 		}
 		bytes += int64(len(line))
 	}
 	if bytes != rest.FileBytes {
-		return w.fail("recover", fmt.Errorf("the restriction %v does not match the batch: its file's records hold %d bytes", rest, bytes))
+		return nil, fail("recover", fmt.Errorf("the restriction %v does not match the batch: its file's records hold %d bytes", rest, bytes))
 	}
-	metricParquetReplays.Inc(w.ctx, 1)
-	metricParquetReplayedRecord.Inc(w.ctx, rest.FileRecords)
+	metricParquetReplays.Inc(ctx, 1)
+	metricParquetReplayedRecord.Inc(ctx, rest.FileRecords)
 	if f.out.n != size || f.out.crc != crc {
-		return w.fail("recover", fmt.Errorf("%w: %d records give %d bytes with CRC64NVME %016x, the token %d bytes with %016x (was the Parquet library or a Parquet setting changed?)",
+		return nil, fail("recover", fmt.Errorf("%w: %d records give %d bytes with CRC64NVME %016x, the token %d bytes with %016x (was the Parquet library or a Parquet setting changed?)",
 			errParquetReplay, rest.FileRecords, f.out.n, f.out.crc, size, crc))
 	}
-	f.out.w = w.stream
-	w.enc = f
+	f.out.w = w
+	return &parquetBody{p: p, f: f, fail: fail}, nil
+}
+
+func (b *parquetBody) write(rec []byte) error {
+	if err := b.f.write(rec); err != nil {
+		return b.fail("write", err)
+	}
 	return nil
+}
+
+// sync does nothing: row groups end by the records alone, never at a sync
+// point.
+func (b *parquetBody) sync() error { return nil }
+
+func (b *parquetBody) synced() bool { return true }
+
+func (b *parquetBody) finish() error {
+	if err := b.f.finish(); err != nil {
+		return b.fail("close", err)
+	}
+	return nil
+}
+
+// leave suspends the encoder of a checkpointed file for a resume in this
+// instance.
+func (b *parquetBody) leave(upload string) {
+	if upload != "" {
+		b.p.suspend(upload, b.f)
+	}
+	b.f = nil
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/s3once/s3once/internal/parquetrow"
 )
 
 // listTypes caches listType's results: reflect.Type -> listResult.
@@ -24,8 +26,10 @@ type listResult struct {
 // LIST holding a repeated group "list" of one field "element"), which
 // Iceberg requires and Spark, Trino, Athena and DuckDB read as a list,
 // where a bare repeated field is what version 1 writes. The row encoding of
-// t and of its list type are the same bytes (rowFields, compileRow), so the
-// writer decodes records into the list type and hands those to parquet-go.
+// t and of its list type are the same bytes (both have the fields of
+// parquetrow.Fields, with the same types but for slices' element types), so
+// the writer decodes records into the list type and hands those to
+// parquet-go.
 func listType(t reflect.Type) (reflect.Type, error) {
 	if r, ok := listTypes.Load(t); ok {
 		return r.(listResult).t, r.(listResult).err
@@ -59,7 +63,7 @@ func deriveList(t reflect.Type, path string, open map[reflect.Type]bool) (_ refl
 	}
 	open[t] = true
 	defer delete(open, t)
-	fields, err := rowFields(t, path)
+	fields, err := parquetrow.Fields(t, path)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/s3once/s3once/internal/parquetrow"
 )
 
 type listInner struct {
@@ -73,23 +75,23 @@ func TestListType(t *testing.T) {
 	v := listOuter{listBase: listBase{Keys: []string{"b", "a"}}, Already: []int64{3}, Blob: []byte{0, 1},
 		Inner: listInner{Codes: []int32{}, Name: "x"}, Many: []listInner{{Codes: []int32{1, 2}}, {Name: "y"}},
 		Ptr: &listInner{Name: "p"}, hidden: []string{"h"}, Skipped: []string{"s"}}
-	user, err := newRowCodec(reflect.TypeFor[listOuter]())
+	user, err := parquetrow.New(reflect.TypeFor[listOuter]())
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := newRowCodec(lt)
+	list, err := parquetrow.New(lt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := user.append(nil, reflect.ValueOf(v))
+	rec, err := user.Append(nil, reflect.ValueOf(v))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lv := reflect.New(lt).Elem()
-	if err := list.decode(rec, lv); err != nil {
+	if err := list.Decode(rec, lv); err != nil {
 		t.Fatal(err)
 	}
-	again, err := list.append(nil, lv)
+	again, err := list.Append(nil, lv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	xreader "github.com/xitongsys/parquet-go/reader"
 	xsource "github.com/xitongsys/parquet-go/source"
+
+	"github.com/s3once/s3once/internal/parquetrow"
 )
 
 // pqEvent is the element type of the Parquet tests: scalars of every width,
@@ -110,7 +112,7 @@ func pqDecode[T any](t testing.TB, b []byte) T {
 		t.Fatal(err)
 	}
 	var v T
-	if err := c.decode(b, reflect.ValueOf(&v).Elem()); err != nil {
+	if err := c.Decode(b, reflect.ValueOf(&v).Elem()); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -263,7 +265,7 @@ func TestParquetRowDecodeRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := pqEncode(t, row{B: true, S: "a\x00"})
-	if err := c.decode(good, reflect.New(c.t).Elem()); err != nil {
+	if err := c.Decode(good, reflect.New(c.Type()).Elem()); err != nil {
 		t.Fatalf("good row: %v", err)
 	}
 	for name, b := range map[string][]byte{
@@ -275,9 +277,9 @@ func TestParquetRowDecodeRefuses(t *testing.T) {
 		"trailing bytes": append(slices.Clone(good), 0),
 		"cut":            good[:len(good)-1],
 	} {
-		err := c.decode(b, reflect.New(c.t).Elem())
-		if !errors.Is(err, errRowEncoding) {
-			t.Errorf("%s: %v, want errRowEncoding", name, err)
+		err := c.Decode(b, reflect.New(c.Type()).Elem())
+		if !errors.Is(err, parquetrow.ErrMalformed) {
+			t.Errorf("%s: %v, want parquetrow.ErrMalformed", name, err)
 		}
 	}
 }
@@ -294,11 +296,11 @@ func FuzzParquetRowDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v := reflect.New(c.t).Elem()
-		if err := c.decode(b, v); err != nil {
+		v := reflect.New(c.Type()).Elem()
+		if err := c.Decode(b, v); err != nil {
 			return
 		}
-		again, err := c.append(nil, v)
+		again, err := c.Append(nil, v)
 		if err != nil {
 			return // a time out of range cannot be encoded
 		}

@@ -376,7 +376,8 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 // when the window expires, listing exactly the files committed for it
 // (every pane, the late one included); the completion marker is written
 // once for the window, after the manifests, and lists the same files; the
-// data beyond the lateness is dropped by Beam, and counted here.
+// data beyond the lateness is dropped by Beam, and shows as the gap between
+// the records_received and records_written counters.
 func TestManifestAtWindowExpiry(t *testing.T) {
 	bucket := srv.Bucket(t)
 	ts := teststream.NewConfig()
@@ -426,8 +427,16 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 	cfg.Destination = firstLetter
 	cfg.CompletionMarker = MarkerManifest
 	collect(t, s, Write(s, windowed, cfg))
-	if err := ptest.Run(p); err != nil {
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The sink counts what it received and what it wrote: the difference
+	// is what Beam dropped as later than the window's expiry.
+	n := counters(pr)
+	if n["records_written"] != int64(len(kept)) || n["records_received"]-n["records_written"] != 25 {
+		t.Errorf("records_received %d, records_written %d; want %d written and the 25 beyond the lateness counted as received, not written",
+			n["records_received"], n["records_written"], len(kept))
 	}
 
 	c := testClient()
@@ -447,7 +456,6 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 		got = append(got, lines(t, k, v)...)
 	}
 	sameMultiset(t, got, kept)
-	t.Logf("%d records kept, %d dropped beyond the lateness", len(kept), 25)
 	panes := map[string]bool{}
 	for _, r := range results(t) {
 		panes[fmt.Sprint(r.Pane)] = true
@@ -502,10 +510,16 @@ func TestUnknownBoundedness(t *testing.T) {
 	}
 	_, s := beam.NewPipelineWithRoot()
 	if applies, why := barrierApplies(st, beam.Create(s, "x")); applies || !strings.Contains(why, "hides whether the input is bounded") {
-		t.Errorf("barrierApplies = %v, %q; want no barrier, and the reason logged", applies, why)
+		t.Errorf("barrierApplies = %v, %q; want no barrier", applies, why)
 	}
+	logged := captureLogs(t)
 	if _, err := windowedRun(t, bucket, "hidden", in); err != nil {
 		t.Fatal(err)
+	}
+	// Write says, while the pipeline is built, which guarantee applies.
+	want := "s3://" + bucket + "/hidden/: this Beam release hides whether the input is bounded, so a rerun that would change a file is refused file by file at commit"
+	if !slices.ContainsFunc(logged.lines(), func(l string) bool { return strings.Contains(l, want) }) {
+		t.Errorf("no log line says %q; logged:\n%s", want, strings.Join(logged.lines(), "\n"))
 	}
 	c := testClient()
 	perWindow := map[string][]string{}

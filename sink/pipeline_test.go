@@ -24,6 +24,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/rtrackers/offsetrange"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -323,23 +324,32 @@ func assertPanics(t *testing.T, want string, f func()) {
 	f()
 }
 
-// logCapture is a slog handler that keeps the messages of ERROR records. The
-// embedded runner logs through slog, the SDK harness's own messages
-// included (prism forwards them with an "[SDK] " prefix).
+// logCapture is a slog handler that keeps the messages of every record, and
+// of ERROR records apart. The embedded runner logs through slog, the SDK
+// harness's own messages included (prism forwards them with an "[SDK] "
+// prefix), and so does Beam's log package.
 type logCapture struct {
 	mu     sync.Mutex
+	all    []string
 	errors []string
 }
 
 func (c *logCapture) Enabled(context.Context, slog.Level) bool { return true }
 
 func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.all = append(c.all, r.Message)
 	if r.Level >= slog.LevelError {
-		c.mu.Lock()
 		c.errors = append(c.errors, r.Message)
-		c.mu.Unlock()
 	}
 	return nil
+}
+
+func (c *logCapture) lines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.all)
 }
 
 func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler { return c }
@@ -352,11 +362,15 @@ func (c *logCapture) errorLines() []string {
 }
 
 // captureLogs sends the process's slog output to a logCapture until the
-// test ends.
+// test ends, Beam's log package's included: an in-process worker of an
+// earlier pipeline left that package logging to its harness, so it is set
+// back to its default, which logs through slog (a later worker sets its own
+// again).
 func captureLogs(t *testing.T) *logCapture {
 	c := &logCapture{}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(c))
+	log.SetLogger(&log.Structural{})
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	return c
 }
@@ -426,6 +440,26 @@ func TestFinalizeAlwaysOnPrism(t *testing.T) {
 		t.Errorf("%d finalization callbacks registered, %d ran; want as many, and some", registered, run)
 	}
 	t.Logf("%d files, %d callbacks registered, %d ran, %d ERROR lines from the SDK harness", len(results(t)), registered, run, len(logs.errorLines()))
+	// Bounded input in the global window: each partition's manifest, once
+	// the input has ended, lists exactly its files.
+	byPartition := map[[2]string][]string{}
+	for _, r := range results(t) {
+		p := [2]string{r.Destination, r.Window}
+		byPartition[p] = append(byPartition[p], r.Key)
+	}
+	if len(byPartition) == 0 {
+		t.Fatal("no FileResult")
+	}
+	for p, keys := range byPartition {
+		var listed []string
+		for _, e := range manifestOf(t, bucket, "always", p[0], p[1]) {
+			listed = append(listed, e.Key)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(listed, keys) {
+			t.Errorf("the manifest of %s %s lists %v; the partition's files are %v", p[0], p[1], listed, keys)
+		}
+	}
 }
 
 // TestFinalizeMode checks how FinalizeCommit resolves: FinalizeAuto is

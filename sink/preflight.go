@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/committer"
@@ -197,9 +196,10 @@ func (e quietError) Unwrap() []error { return []error{e.msg, e.detail} }
 func connectionSettings(c Config) (s settings, why string) {
 	s = settings{
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
-		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, InlineTailMax: c.InlineTailMax,
+		connection: c.connection(), InlineTailMax: c.InlineTailMax,
+	}
+	if s.ThrottleBudget <= 0 {
+		s.ThrottleBudget = s3call.DefaultThrottleBudget
 	}
 	s.StagingPrefix = s3call.StagingPrefix(s.StagingPrefix)
 	switch {
@@ -224,7 +224,7 @@ func connectionSettings(c Config) (s settings, why string) {
 
 // preflight runs the S3 checks over api and returns pe if it holds problems.
 func preflight(ctx context.Context, api s3API, s settings, pe *PreflightError) error {
-	p := &prober{api: api, s: s, pe: pe, id: probeID()}
+	p := &prober{api: api, probes: s3call.NewProbes(api, s.Bucket, preflightCallTimeout), s: s, pe: pe, id: probeID()}
 	p.run(ctx)
 	p.cleanup(ctx)
 	if len(pe.Problems) == 0 && len(pe.Leftovers) == 0 {
@@ -239,13 +239,16 @@ func preflight(ctx context.Context, api s3API, s settings, pe *PreflightError) e
 // prober runs the checks in order. After a fatal problem (the endpoint,
 // the credentials or the bucket), the rest are listed as unchecked.
 type prober struct {
-	api   s3API
-	s     settings
-	pe    *PreflightError
-	id    string
-	fatal bool
-	calls int  // checks run so far
-	first bool // the check being classified is the first
+	// probes makes the calls, each once (s3call.Probes); api is their
+	// client, for the committer's probes.
+	probes *s3call.Probes
+	api    s3API
+	s      settings
+	pe     *PreflightError
+	id     string
+	fatal  bool
+	calls  int  // checks run so far
+	first  bool // the check being classified is the first
 
 	// What to remove at the end.
 	uploads []probeUpload
@@ -282,12 +285,10 @@ func (p *prober) run(ctx context.Context) {
 	// output prefix, without which S3 answers a HEAD of a missing key with
 	// 403 instead of 404 (and a commit cannot tell "not there yet").
 	p.check(ctx, "list the staging prefix", bucket, staging, "s3:ListBucket", func(ctx context.Context) error {
-		_, err := p.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
-		return err
+		return p.probes.List(ctx, staging)
 	})
 	p.check(ctx, "list the output prefix", bucket, out, "s3:ListBucket", func(ctx context.Context) error {
-		_, err := p.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(out), MaxKeys: aws.Int32(1)})
-		return err
+		return p.probes.List(ctx, out)
 	})
 
 	// The folder's settings marker: a folder written with other
@@ -301,7 +302,7 @@ func (p *prober) run(ctx context.Context) {
 			p.listParts(ctx, outKey, id, etag)
 		}
 		p.check(ctx, "abort a multipart upload", bucket, outKey, "s3:AbortMultipartUpload", func(ctx context.Context) error {
-			_, err := p.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(outKey), UploadId: aws.String(id)})
+			err := p.probes.Abort(ctx, outKey, id)
 			if err == nil {
 				p.forgetUpload(id)
 			}
@@ -309,25 +310,17 @@ func (p *prober) run(ctx context.Context) {
 		})
 	}
 	p.check(ctx, "look at an output key (HEAD)", bucket, outKey, "s3:GetObject", func(ctx context.Context) error {
-		_, err := p.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(outKey)})
+		_, err := p.probes.Head(ctx, outKey)
 		return absentIsFine(err)
 	})
 	p.check(ctx, "read an output key", bucket, outKey, "s3:GetObject", func(ctx context.Context) error {
-		out, err := p.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(outKey)})
-		if err == nil {
-			out.Body.Close()
-		}
+		_, err := p.probes.Read(ctx, outKey)
 		return absentIsFine(err)
 	})
 
 	// 3. A side object under the staging prefix: put, read back, delete.
 	sideOK := p.check(ctx, "put a side object", bucket, sideKey, "s3:PutObject", func(ctx context.Context) error {
-		in := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
-		if !p.s.DisableChecksums {
-			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(crc64nvme.Checksum(body)))
-		}
-		_, err := p.api.PutObject(ctx, in)
+		err := p.probes.Put(ctx, sideKey, body, !p.s.DisableChecksums, "")
 		if err == nil {
 			p.objects = append(p.objects, sideKey)
 		}
@@ -335,22 +328,17 @@ func (p *prober) run(ctx context.Context) {
 	})
 	if sideOK {
 		p.check(ctx, "read a side object", bucket, sideKey, "s3:GetObject", func(ctx context.Context) error {
-			out, err := p.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey)})
+			got, err := p.probes.Read(ctx, sideKey)
 			if err != nil {
 				return err
 			}
-			defer out.Body.Close()
-			var got bytes.Buffer
-			if _, err := got.ReadFrom(out.Body); err != nil {
-				return fmt.Errorf("read: %w", err)
-			}
-			if !bytes.Equal(got.Bytes(), body) {
-				return fmt.Errorf("read back %d bytes that differ from the %d written", got.Len(), len(body))
+			if !bytes.Equal(got, body) {
+				return fmt.Errorf("read back %d bytes that differ from the %d written", len(got), len(body))
 			}
 			return nil
 		})
 		p.check(ctx, "delete a side object", bucket, sideKey, "s3:DeleteObject", func(ctx context.Context) error {
-			_, err := p.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(sideKey)})
+			err := p.probes.Delete(ctx, sideKey)
 			if err == nil {
 				p.forgetObject(sideKey)
 			}
@@ -371,7 +359,7 @@ func (p *prober) run(ctx context.Context) {
 		p.pe.Unchecked = append(p.pe.Unchecked, "conditional PutObject")
 		return
 	}
-	c, err := committer.New(p.api, committer.Options{MaxAttempts: 2, MaxRounds: 2, CallTimeout: preflightCallTimeout})
+	c, err := p.committer()
 	if err != nil {
 		p.add("set up the committer", "", "", "", err)
 		return
@@ -400,6 +388,13 @@ func (p *prober) run(ctx context.Context) {
 	}
 }
 
+// committer is a committer over the preflight's client that makes each of
+// its calls once, for the probes that are committer operations (the
+// conditional PutObject probe, the look at the folder's settings marker).
+func (p *prober) committer() (*committer.Committer, error) {
+	return committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
+}
+
 // conditionalComplete completes a small upload at key with If-None-Match: *
 // (as a commit does), checks it with HEAD, then expects a second conditional
 // completion at the same key to be refused.
@@ -414,7 +409,7 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 		return
 	}
 	completed := p.check(ctx, "complete a multipart upload with If-None-Match: *", bucket, key, "s3:PutObject", func(ctx context.Context) error {
-		_, err := p.api.CompleteMultipartUpload(ctx, p.completeInput(key, first, etag, body))
+		err := p.probes.Complete(ctx, p.completion(key, first, etag, body))
 		if err == nil {
 			p.forgetUpload(first)
 			p.objects = append(p.objects, key)
@@ -427,11 +422,11 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 		return
 	}
 	p.check(ctx, "look at a committed object (HEAD)", bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		out, err := p.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
+		n, err := p.probes.Head(ctx, key)
 		if err != nil {
 			return err
 		}
-		if n := aws.ToInt64(out.ContentLength); n != int64(len(body)) {
+		if n != int64(len(body)) {
 			return fmt.Errorf("the completed object holds %d bytes, %d were uploaded", n, len(body))
 		}
 		return nil
@@ -446,7 +441,7 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 		return
 	}
 	p.check(ctx, "refuse a second completion with If-None-Match: *", bucket, key, "", func(ctx context.Context) error {
-		_, err := p.api.CompleteMultipartUpload(ctx, p.completeInput(key, second, etag, other))
+		err := p.probes.Complete(ctx, p.completion(key, second, etag, other))
 		switch {
 		case err == nil:
 			p.forgetUpload(second)
@@ -460,32 +455,23 @@ func (p *prober) conditionalComplete(ctx context.Context, key string, body []byt
 	})
 }
 
-// completeInput builds a conditional completion of the one part body, as a
-// commit sends it.
-func (p *prober) completeInput(key, id, etag string, body []byte) *s3.CompleteMultipartUploadInput {
+// completion is a conditional completion of the one part body, as a commit
+// sends it.
+func (p *prober) completion(key, id, etag string, body []byte) s3call.Completion {
 	crc := crc64nvme.Checksum(body)
-	return s3call.CompleteInput(s3call.Completion{
+	return s3call.Completion{
 		Bucket: p.s.Bucket, Key: key, UploadID: id,
 		Parts: []s3call.CompletedPart{{Number: 1, ETag: etag, CRC: crc}},
 		Size:  int64(len(body)), CRC: crc, Checksums: !p.s.DisableChecksums, IfNoneMatch: true,
-	})
+	}
 }
 
 func (p *prober) createUpload(ctx context.Context, what, key string) (string, bool) {
 	var id string
 	ok := p.check(ctx, what, p.s.Bucket, key, "s3:PutObject", func(ctx context.Context) error {
-		in := &s3.CreateMultipartUploadInput{Bucket: aws.String(p.s.Bucket), Key: aws.String(key)}
-		if !p.s.DisableChecksums {
-			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumType = types.ChecksumTypeFullObject
-		}
-		out, err := p.api.CreateMultipartUpload(ctx, in)
-		if err != nil {
+		var err error
+		if id, err = p.probes.CreateUpload(ctx, key, !p.s.DisableChecksums); err != nil {
 			return err
-		}
-		id = aws.ToString(out.UploadId)
-		if id == "" {
-			return errors.New("the server returned an empty upload ID")
 		}
 		p.uploads = append(p.uploads, probeUpload{key: key, id: id})
 		return nil
@@ -496,32 +482,21 @@ func (p *prober) createUpload(ctx context.Context, what, key string) (string, bo
 func (p *prober) uploadPart(ctx context.Context, what, key, id string, n int32, body []byte) (string, bool) {
 	var etag string
 	ok := p.check(ctx, what, p.s.Bucket, key, "s3:PutObject", func(ctx context.Context) error {
-		in := &s3.UploadPartInput{
-			Bucket: aws.String(p.s.Bucket), Key: aws.String(key), UploadId: aws.String(id),
-			PartNumber: aws.Int32(n), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
-		}
-		if !p.s.DisableChecksums {
-			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc64nvme
-			in.ChecksumCRC64NVME = aws.String(s3call.EncodeCRC(crc64nvme.Checksum(body)))
-		}
-		out, err := p.api.UploadPart(ctx, in)
-		if err != nil {
-			return err
-		}
-		etag = aws.ToString(out.ETag)
-		return nil
+		var err error
+		etag, err = p.probes.UploadPart(ctx, key, id, n, body, !p.s.DisableChecksums)
+		return err
 	})
 	return etag, ok
 }
 
 func (p *prober) listParts(ctx context.Context, key, id, etag string) {
 	p.check(ctx, "list the parts of a multipart upload", p.s.Bucket, key, "s3:ListMultipartUploadParts", func(ctx context.Context) error {
-		out, err := p.api.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(p.s.Bucket), Key: aws.String(key), UploadId: aws.String(id)})
+		etags, err := p.probes.ListParts(ctx, key, id)
 		if err != nil {
 			return err
 		}
-		if len(out.Parts) != 1 || strings.Trim(aws.ToString(out.Parts[0].ETag), `"`) != strings.Trim(etag, `"`) {
-			return fmt.Errorf("the server lists %d parts, not the one just uploaded", len(out.Parts))
+		if len(etags) != 1 || strings.Trim(etags[0], `"`) != strings.Trim(etag, `"`) {
+			return fmt.Errorf("the server lists %d parts, not the one just uploaded", len(etags))
 		}
 		return nil
 	})
@@ -614,7 +589,7 @@ func (p *prober) cleanup(ctx context.Context) {
 	defer cancel()
 	bucket := p.s.Bucket
 	for _, u := range p.uploads {
-		_, err := p.api.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(u.key), UploadId: aws.String(u.id)})
+		err := p.probes.Abort(cctx, u.key, u.id)
 		if err != nil && !s3call.IsNotFound(err) {
 			p.pe.Leftovers = append(p.pe.Leftovers, fmt.Sprintf("upload %s of s3://%s/%s (%v)", u.id, bucket, u.key, err))
 		}
@@ -624,19 +599,10 @@ func (p *prober) cleanup(ctx context.Context) {
 		return
 	}
 	// DeleteObjects is how the committer removes side objects.
-	ids := make([]types.ObjectIdentifier, len(p.objects))
-	for i, k := range p.objects {
-		ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
-	}
-	out, err := p.api.DeleteObjects(cctx, &s3.DeleteObjectsInput{Bucket: aws.String(bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-	if err == nil && len(out.Errors) > 0 {
-		e := out.Errors[0]
-		err = fmt.Errorf("%d of %d keys not deleted, first %s: %s %s", len(out.Errors), len(ids), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
-	}
-	if err != nil {
+	if err := p.probes.DeleteBatch(cctx, p.objects); err != nil {
 		p.classify("delete objects in a batch (DeleteObjects)", bucket, p.objects[0], "s3:DeleteObject", err)
 		for _, k := range p.objects {
-			if _, derr := p.api.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); derr != nil && !s3call.IsNotFound(derr) {
+			if derr := p.probes.Delete(cctx, k); derr != nil && !s3call.IsNotFound(derr) {
 				p.pe.Leftovers = append(p.pe.Leftovers, "s3://"+bucket+"/"+k)
 			}
 		}
@@ -666,7 +632,7 @@ func (p *prober) checkSettings(ctx context.Context) {
 	key := ownkeys.SettingsKey(p.s.Prefix)
 	now := p.s.fingerprint()
 	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		c, err := committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
+		c, err := p.committer()
 		if err != nil {
 			return err
 		}

@@ -5,26 +5,15 @@ package sink
 // whether the configured owner owns it.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
 )
-
-// bucketSettingsAPI is what reading a bucket's versioning and Object Lock
-// needs beyond s3API; *s3.Client has it.
-type bucketSettingsAPI interface {
-	GetBucketVersioning(ctx context.Context, in *s3.GetBucketVersioningInput, opts ...func(*s3.Options)) (*s3.GetBucketVersioningOutput, error)
-	GetObjectLockConfiguration(ctx context.Context, in *s3.GetObjectLockConfigurationInput, opts ...func(*s3.Options)) (*s3.GetObjectLockConfigurationOutput, error)
-	ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, opts ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
-}
 
 // checkBucketSettings runs after the writing calls were probed.
 func (p *prober) checkBucketSettings(ctx context.Context) {
@@ -69,13 +58,7 @@ func (p *prober) explainRefusals(ctx context.Context) {
 		}
 		key := ownkeys.PreflightSideKey(p.s.StagingPrefix, p.id+"-sse")
 		body := []byte("s3once preflight encryption probe; safe to delete\n")
-		cctx, cancel := context.WithTimeout(ctx, preflightCallTimeout)
-		_, err := p.api.PutObject(cctx, &s3.PutObjectInput{
-			Bucket: aws.String(p.s.Bucket), Key: aws.String(key), Body: bytes.NewReader(body),
-			ContentLength: aws.Int64(int64(len(body))), ServerSideEncryption: types.ServerSideEncryption(mode),
-		})
-		cancel()
-		if err != nil {
+		if err := p.probes.Put(ctx, key, body, false, mode); err != nil {
 			continue
 		}
 		p.objects = append(p.objects, key)
@@ -109,32 +92,21 @@ func joinHint(a, b string) string {
 // documentation). A server or a policy that does not let the versioning be
 // read is no problem unless VersionedBucket is set.
 func (p *prober) checkVersioning(ctx context.Context) {
-	api, ok := p.api.(bucketSettingsAPI)
-	if !ok {
+	if !p.probes.ReadsBucketSettings() {
 		return
 	}
 	bucket := p.s.Bucket
 	versioned := p.s.Requests.VersionedBucket
-	cctx, cancel := context.WithTimeout(ctx, preflightCallTimeout)
-	v, err := api.GetBucketVersioning(cctx, &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
-	cancel()
+	status, err := p.probes.Versioning(ctx)
 	if err != nil {
 		if versioned {
 			p.classify("read the bucket's versioning", bucket, "", "s3:GetBucketVersioning", err)
 		}
 		return
 	}
-	keeps := v.Status == types.BucketVersioningStatusEnabled || v.Status == types.BucketVersioningStatusSuspended
-	retention := ""
-	cctx, cancel = context.WithTimeout(ctx, preflightCallTimeout)
-	ol, err := api.GetObjectLockConfiguration(cctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(bucket)})
-	cancel()
-	if err == nil && ol.ObjectLockConfiguration != nil && ol.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled {
-		if r := ol.ObjectLockConfiguration.Rule; r != nil && r.DefaultRetention != nil {
-			d := r.DefaultRetention
-			retention = fmt.Sprintf("%s mode, %d days %d years", d.Mode, aws.ToInt32(d.Days), aws.ToInt32(d.Years))
-		}
-	}
+	keeps := status == types.BucketVersioningStatusEnabled || status == types.BucketVersioningStatusSuspended
+	// A bucket without Object Lock answers this with an error: no retention.
+	retention, _ := p.probes.DefaultRetention(ctx)
 	switch {
 	case retention != "" && versioned:
 		p.add("remove old versions under Object Lock", "s3://"+bucket, "",
@@ -146,12 +118,11 @@ func (p *prober) checkVersioning(ctx context.Context) {
 	case keeps && !versioned:
 		p.add("find the bucket's versioning", "s3://"+bucket, "",
 			"set Config.VersionedBucket, so that the clean-up and the sweep remove the old versions of s3once's side objects and probes; without it each one stays as a billed noncurrent version",
-			fmt.Errorf("versioning is %s on the bucket", v.Status))
+			fmt.Errorf("versioning is %s on the bucket", status))
 	case versioned:
 		staging := ownkeys.Folder(p.s.StagingPrefix)
 		p.check(ctx, "list object versions under the staging prefix", bucket, staging, "s3:ListBucketVersions", func(ctx context.Context) error {
-			_, err := api.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(staging), MaxKeys: aws.Int32(1)})
-			return err
+			return p.probes.ListVersions(ctx, staging)
 		})
 	}
 }

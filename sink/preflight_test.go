@@ -298,3 +298,39 @@ func (c *cancelAfter) UploadPart(ctx context.Context, in *s3.UploadPartInput, o 
 	c.cancel()
 	return out, err
 }
+
+// TestPreflightOneAttemptPerProbe: each probe is made once. A probe whose
+// call fails as a transient failure would (the request never sent, or its
+// answer lost) is reported at once, not made again: the call after it in
+// the log is never the same call, and the preflight fails.
+func TestPreflightOneAttemptPerProbe(t *testing.T) {
+	// Not AbortMultipartUpload: the clean-up aborts an upload whose probe
+	// failed to, as it removes every probe's leftovers.
+	ops := []s3fault.Op{s3fault.ListObjectsV2, s3fault.CreateMultipartUpload, s3fault.UploadPart, s3fault.ListParts,
+		s3fault.HeadObject, s3fault.GetObject, s3fault.PutObject, s3fault.DeleteObject, s3fault.CompleteMultipartUpload}
+	for _, op := range ops {
+		for _, kind := range []s3fault.Kind{s3fault.BeforeSend, s3fault.LostResponse} {
+			t.Run(fmt.Sprintf("%s-%v", op, kind), func(t *testing.T) {
+				bucket := srv.Bucket(t)
+				f := s3fault.New(testClient())
+				f.On(op, s3fault.Nth(1, kind))
+				if err := preflight(preflightContext(t), f, testSettings(t, bucket, "out"), &PreflightError{Bucket: bucket}); err == nil {
+					t.Fatalf("the preflight passed although its first %s failed", op)
+				}
+				calls := f.Calls()
+				failed := -1
+				for i, c := range calls {
+					if c.Op == op && c.N == 1 {
+						failed = i
+					}
+				}
+				if failed < 0 {
+					t.Fatalf("the preflight made no %s call", op)
+				}
+				if next := failed + 1; next < len(calls) && calls[next].Op == op && calls[next].Key == calls[failed].Key {
+					t.Errorf("the failed %s of %s was made again", op, calls[failed].Key)
+				}
+			})
+		}
+	}
+}

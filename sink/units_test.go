@@ -267,7 +267,7 @@ func TestEncodeDestination(t *testing.T) {
 	if len(packs) != 0 {
 		t.Fatalf("%d packs emitted before the bundle's end, for three small records", len(packs))
 	}
-	worker.FinishBundle(toPacks)
+	worker.FinishBundle(context.Background(), toPacks)
 	n := 0
 	for k, p := range packs {
 		shard, dest, err := parseShardKey([]byte(k))

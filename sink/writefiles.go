@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -50,13 +49,9 @@ type writeFilesFn struct {
 
 	writer    *recoverable.Writer
 	committer *committer.Committer
-	format    Format
-	codec     Codec
-	header    []byte
+	bodies    bodyKind
 	ext       string
 	oo        recoverable.ObjectOptions
-	comp      io.WriteCloser  // reused between compressed members
-	pq        *parquetWriters // nil unless the format is Parquet
 
 	// finalized is set once one of this instance's finalization callbacks
 	// has run; from then on the instance registers none (see
@@ -87,21 +82,20 @@ func (f *writeFilesFn) init(client s3API) error {
 			return fmt.Errorf("s3once sink: %w", err)
 		}
 	}
-	if f.format, err = lookupFormat(f.S.Format); err != nil {
+	format, err := lookupFormat(f.S.Format)
+	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	if f.codec, err = lookupCodec(f.S.Compression); err != nil {
+	codec, err := lookupCodec(f.S.Compression)
+	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	if h, ok := f.format.(FileHeader); ok {
-		f.header = h.FileHeader()
-	}
-	if f.pq, err = newParquetWriters(f.S); err != nil {
+	if f.bodies, err = newBodyKind(f.S, format, codec); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	f.ext = f.format.Extension() + f.codec.Extension()
-	f.oo = recoverable.ObjectOptions{ContentType: f.format.ContentType()}
-	if ct := f.codec.ContentType(); ct != "" {
+	f.ext = format.Extension() + codec.Extension()
+	f.oo = recoverable.ObjectOptions{ContentType: format.ContentType()}
+	if ct := codec.ContentType(); ct != "" {
 		f.oo.ContentType = ct
 	}
 	return nil
@@ -200,17 +194,13 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 		index: rest.FileIndex, records: rest.FileRecords, bytes: rest.FileBytes}
 	defer w.dispose()
 	if rest.Token != nil {
-		err := w.recover(rest.Token)
-		if err == nil {
-			err = w.resumeParquet(rest)
-		}
-		if errors.Is(err, errParquetReplay) {
-			w.dispose() // keeps the upload: a token names it
-		}
-		if mustRewrite(err) || errors.Is(err, errParquetReplay) {
+		err := w.recover(rest)
+		if mustRewrite(err) {
 			// The upload or the tail the token names is gone or altered:
 			// the commit stage committed the file after the checkpoint the
-			// runner restored, or it was swept. Write the file again.
+			// runner restored, or it was swept; or the file's records no
+			// longer encode to its bytes. Write the file again.
+			w.dispose() // keeps the upload: a token names it
 			log.Warnf(ctx, "s3once sink: %v; writing the file again from its first record (a committed file with the same bytes stays as it is)", err)
 			metricRewrites.Inc(ctx, 1)
 			err = w.rewrite(rest)
@@ -239,7 +229,7 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 				return sdf.StopProcessing(), err
 			}
 		case w.seg >= syncEvery:
-			if err := w.endMember(); err != nil {
+			if err := w.sync(); err != nil {
 				return sdf.StopProcessing(), err
 			}
 		default:
@@ -288,8 +278,7 @@ type fileWriter struct {
 	seg     int64 // record bytes since the last sync point
 
 	stream *recoverable.Stream // nil when no file is open
-	member io.WriteCloser      // the open compressed member, or nil
-	enc    *parquetFile        // the open Parquet file's encoder, or nil
+	body   fileBody            // the open file's body, or nil
 }
 
 func (w *fileWriter) key() string { return fileKey(w.fn.S, w.fn.ext, w.b, w.index) }
@@ -323,19 +312,8 @@ func (w *fileWriter) write(line []byte) error {
 			return err
 		}
 	}
-	if w.enc != nil {
-		if err := w.enc.write(line); err != nil {
-			return w.fail("write", err)
-		}
-	} else {
-		if w.member == nil {
-			if err := w.beginMember(); err != nil {
-				return err
-			}
-		}
-		if _, err := w.member.Write(line); err != nil {
-			return w.fail("write", err)
-		}
+	if err := w.body.write(line); err != nil {
+		return err
 	}
 	n := int64(len(line))
 	w.records++
@@ -355,23 +333,13 @@ func (w *fileWriter) open() error {
 	}
 	w.stream = st
 	w.records, w.bytes, w.seg = 0, 0, 0
-	if w.fn.pq != nil {
-		w.enc = w.fn.pq.start(st)
-	}
-	if len(w.fn.header) > 0 {
-		if err := w.beginMember(); err != nil {
-			return err
-		}
-		if _, err := w.member.Write(w.fn.header); err != nil {
-			return w.fail("write header", err)
-		}
-	}
-	return nil
+	w.body, err = w.fn.bodies.open(st, w.fail)
+	return err
 }
 
-// recover reopens the file a token describes.
-func (w *fileWriter) recover(token []byte) error {
-	rr, err := coder.DecodeResumeToken(token)
+// recover reopens the file rest's token describes, and readies its body.
+func (w *fileWriter) recover(rest restriction) error {
+	rr, err := coder.DecodeResumeToken(rest.Token)
 	if err != nil {
 		return w.fail("decode resume token", err)
 	}
@@ -385,20 +353,25 @@ func (w *fileWriter) recover(token []byte) error {
 	w.stream = st
 	if takeBack(rr) {
 		metricSelfResumes.Inc(w.ctx, 1)
-		return nil
+	} else {
+		metricRecoveries.Inc(w.ctx, 1)
+		if rr.Tail.Len > 0 {
+			metricTailsRecovered.Inc(w.ctx, 1)
+		}
 	}
-	metricRecoveries.Inc(w.ctx, 1)
-	if rr.Tail.Len > 0 {
-		metricTailsRecovered.Inc(w.ctx, 1)
-	}
-	return nil
+	w.body, err = w.fn.bodies.resume(w.ctx, st, resumePoint{token: rr, rest: rest, lines: w.b.Lines}, w.fail)
+	return err
 }
 
 // mustRewrite tells whether a failed recovery calls for writing the file
 // again: the token's upload is gone, or its parts or tail are missing or
-// altered (recoverable.IsArtifactLost). Transient failures (network,
-// throttling, timeouts) do not: the runner retries the bundle.
-func mustRewrite(err error) bool { return recoverable.IsArtifactLost(err) }
+// altered (recoverable.IsArtifactLost), or the file's body cannot go on
+// from the token (staleBody). Transient failures (network, throttling,
+// timeouts) do not: the runner retries the bundle.
+func mustRewrite(err error) bool {
+	var stale staleBody
+	return recoverable.IsArtifactLost(err) || errors.As(err, &stale)
+}
 
 // rewrite writes the records the file of rest held at its checkpoint again,
 // from its first (rest.Start - rest.FileRecords), as a new upload, with the
@@ -418,45 +391,25 @@ func (w *fileWriter) rewrite(rest restriction) error {
 			return err
 		}
 		if w.seg >= syncEvery {
-			if err := w.endMember(); err != nil {
+			if err := w.sync(); err != nil {
 				return err
 			}
 		}
 	}
-	if w.records != rest.FileRecords || w.bytes != rest.FileBytes || w.member != nil {
-		return w.fail("rewrite", fmt.Errorf("the restriction %v does not match the batch: %d records and %d bytes rewritten, sync point %v", rest, w.records, w.bytes, w.member == nil))
+	if synced := w.body == nil || w.body.synced(); w.records != rest.FileRecords || w.bytes != rest.FileBytes || !synced {
+		return w.fail("rewrite", fmt.Errorf("the restriction %v does not match the batch: %d records and %d bytes rewritten, sync point %v", rest, w.records, w.bytes, synced))
 	}
 	metricRewrittenRecords.Inc(w.ctx, w.records)
 	return nil
 }
 
-func (w *fileWriter) beginMember() error {
-	if r, ok := w.fn.comp.(interface{ Reset(io.Writer) }); ok {
-		r.Reset(w.stream)
-		w.member = w.fn.comp
-		return nil
-	}
-	c, err := w.fn.codec.NewWriter(w.stream)
-	if err != nil {
-		return w.fail("start compression", err)
-	}
-	w.fn.comp, w.member = c, c
-	return nil
-}
-
-// endMember ends the compressed member at a sync point.
-func (w *fileWriter) endMember() error {
+// sync ends the file's stretch at a sync point.
+func (w *fileWriter) sync() error {
 	w.seg = 0
-	if w.member == nil {
+	if w.body == nil {
 		return nil
 	}
-	m := w.member
-	w.member = nil
-	if err := m.Close(); err != nil {
-		w.fn.comp = nil // its state is unknown
-		return w.fail("end compressed member", err)
-	}
-	return nil
+	return w.body.sync()
 }
 
 // checkpoint makes the open file durable and returns the residual that
@@ -476,9 +429,9 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 	}
 	handOver(rr)
 	r.FileRecords, r.FileBytes = w.records, w.bytes
-	if w.enc != nil {
-		w.fn.pq.suspend(rr.UploadID, w.enc)
-		w.enc = nil
+	if w.body != nil {
+		w.body.leave(rr.UploadID)
+		w.body = nil
 	}
 	return r, nil
 }
@@ -487,15 +440,11 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 // for the commit stage, and a finalization callback commits it as soon as the
 // runner has made the bundle's output durable.
 func (w *fileWriter) close() error {
-	if err := w.endMember(); err != nil {
+	w.seg = 0
+	err := w.body.finish()
+	w.body = nil
+	if err != nil {
 		return err
-	}
-	if w.enc != nil {
-		err := w.enc.finish()
-		w.enc = nil
-		if err != nil {
-			return w.fail("close", err)
-		}
 	}
 	key := w.key()
 	cr, err := w.stream.CloseForCommit(w.ctx)
@@ -572,10 +521,9 @@ func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable
 // dispose releases a file left open (after a checkpoint or a failure). A
 // persisted upload is kept for the residual; one never persisted is aborted.
 func (w *fileWriter) dispose() {
-	w.enc = nil
-	if w.member != nil {
-		w.fn.comp = nil // half-written: never reuse
-		w.member = nil
+	if w.body != nil {
+		w.body.leave("")
+		w.body = nil
 	}
 	if w.stream == nil {
 		return

@@ -45,10 +45,15 @@ const (
 	// If-None-Match: *, so a zombie's late completion replaces the object
 	// a newer run committed.
 	NoIfNoneMatch
+	// DefaultRetryQuota: the SDK's default retry quota is back (and
+	// nothing else of NoThrottleBackoff): after an outage has spent it, a
+	// call that fails once fails for good, however much of its attempts
+	// and budget is left.
+	DefaultRetryQuota
 )
 
 // All lists every bug, in the order of their values.
-var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch}
+var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -71,6 +76,8 @@ func (b Bug) String() string {
 		return "no-throttle-backoff"
 	case NoIfNoneMatch:
 		return "no-if-none-match"
+	case DefaultRetryQuota:
+		return "default-retry-quota"
 	}
 	return "bugs(mixed)"
 }

@@ -154,7 +154,7 @@ func newRetryer(maxAttempts int) aws.Retryer {
 		if maxAttempts > 0 {
 			so.MaxAttempts = maxAttempts
 		}
-		if !mutNoThrottleBackoff() {
+		if !mutNoThrottleBackoff() && !mutDefaultRetryQuota() {
 			so.RateLimiter = ratelimit.None
 		}
 		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {

@@ -52,9 +52,11 @@
 // is not an attempt: Do sends the call again after the lane's wait, and
 // only once the call has been answered SlowDown for its budget does it
 // fail, with a *ThrottledError (ErrThrottled, [s3once:throttled]) that no
-// layer above retries. A call outside a Policy (a preflight probe) keeps
-// the SDK's own retries of throttling answers, with the lane's wait before
-// each attempt.
+// layer above retries. The preflight's probes are single attempts under a
+// Policy too (Probes): a refusal fails at once, a throttled probe
+// waits within its budget and its caller's bound. A call outside any Policy (a program of its own
+// over a client NewClient built) keeps the SDK's own retries of throttling
+// answers, with the lane's wait before each attempt.
 //
 // The SDK's standard retryer keeps a retry quota per client by default: a
 // token bucket of 500, a retry costing 14 tokens and a throttled retry 5.
@@ -90,7 +92,8 @@
 //	settle wait (upload gone, key empty)   committer   SettleTimeout (15 min)  polls with backoff        15 min
 //	read-back of an object (no HEAD CRC)   committer   the caller's context    6 restarts                the caller's context
 //	clean-up after a commit or a failure   all         30 s in all, detached   per call as above         30 s
-//	each preflight check                   sink        30 s                    1 (SDK retries inside)    30 s
+//	each preflight probe                   sink, via   30 s                    1 (SDK retries inside)    30 s
+//	                                        s3call
 //	the settings marker: GetObject (read   sink, via   30 s, read whole        6, transient, 0.1-5 s     183.1 s
 //	 whole), PutObject If-None-Match, the   committer   within the attempt      backoff
 //	 listing for files of an earlier

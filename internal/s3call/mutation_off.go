@@ -6,3 +6,5 @@ package s3call
 // package does not link internal/mutant (see mutation_on.go).
 
 func mutNoThrottleBackoff() bool { return false }
+
+func mutDefaultRetryQuota() bool { return false }

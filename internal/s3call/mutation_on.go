@@ -10,3 +10,6 @@ import "github.com/s3once/s3once/internal/mutant"
 // mutNoThrottleBackoff: SlowDown answers get neither the lanes' backoff nor
 // Do's budget, and the SDK's retry quota is back.
 func mutNoThrottleBackoff() bool { return mutant.On(mutant.NoThrottleBackoff) }
+
+// mutDefaultRetryQuota: the SDK's retry quota is back.
+func mutDefaultRetryQuota() bool { return mutant.On(mutant.DefaultRetryQuota) }

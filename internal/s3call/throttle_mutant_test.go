@@ -5,6 +5,7 @@ package s3call_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,20 @@ func TestMutantNoThrottleBackoff(t *testing.T) {
 		t.Errorf("want the raw SlowDown, got: %v", err)
 	}
 	t.Logf("the broken variant failed after %v and %d SlowDowns: %v", took.Round(time.Millisecond), tc.inj.SlowDowns(), err)
+}
+
+// TestMutantDefaultRetryQuota: with the SDK's default retry quota back,
+// the outage TestRetryQuotaNeverEndsACall goes through spends it, and the
+// flaky calls after it fail at their first error, retries and budget left
+// unused: that test's check fails on it.
+func TestMutantDefaultRetryQuota(t *testing.T) {
+	defer mutant.Set(mutant.DefaultRetryQuota)()
+	failed, first := afterOutage(t)
+	if failed == 0 {
+		t.Fatal("the broken variant retried every flaky call after the outage")
+	}
+	if !strings.Contains(first.Error(), "quota") {
+		t.Errorf("a flaky call failed, but not for the quota: %v", first)
+	}
+	t.Logf("the broken variant failed %d of 20 flaky calls after the outage: %v", failed, first)
 }

@@ -1,4 +1,4 @@
-package sink
+package parquetrow
 
 import (
 	"bytes"
@@ -11,63 +11,34 @@ import (
 	"time"
 )
 
-// The row encoding is what a Parquet record is between Encode and the
-// writer: the bytes the shard hash, the sort and MaxFileBytes work on. It is
-// canonical (one value, one encoding; the decoder refuses every other byte
-// string), lossless for what a Parquet column holds, and ordered: records
-// sort bytewise the way their fields compare, first field first, so a
-// file's row groups come out ordered by the type's leading fields and their
-// statistics are tight.
-//
-// A struct is its fields in declaration order, without names or lengths.
-// Fields follow parquet-go's rules: unexported fields and fields tagged
-// `parquet:"-"` are left out, the fields of an embedded struct are the
-// struct's own. Each value is:
-//
-//	bool                 one byte, 0 or 1
-//	intN, int            N/8 bytes (int: 8), big-endian, sign bit flipped
-//	uintN, uint, uintptr N/8 bytes (uint, uintptr: 8), big-endian
-//	float32, float64     the IEEE 754 bits, big-endian; a negative number has
-//	                     every bit flipped, any other its sign bit (NaN
-//	                     payloads are kept)
-//	string               its bytes with each 0x00 as 0x00 0xFF, then 0x00 0x01
-//	[]byte               0x00 for nil; else 0x01 and the bytes as a string
-//	[N]byte              the N bytes
-//	time.Time            UnixNano as an int64; a time outside the years
-//	                     1678 to 2261 (what a nanosecond timestamp holds) is
-//	                     refused
-//	*T                   0x00 for nil; else 0x01 and the T
-//	[]T                  0x00 for nil; else 0x01, then 0x01 and the T for each
-//	                     element, then 0x00
-//	struct               its fields
-//
-// A time decodes in UTC: its zone and monotonic reading are not data.
+// ErrMalformed is wrapped by every error of Codec.Decode.
+var ErrMalformed = errors.New("s3once sink: malformed Parquet row encoding")
 
-// errRowEncoding is wrapped by every row decoding error.
-var errRowEncoding = errors.New("s3once sink: malformed Parquet row encoding")
+var timeType = reflect.TypeFor[time.Time]()
 
 type (
 	rowEncodeFunc func(dst []byte, v reflect.Value) ([]byte, error)
 	rowDecodeFunc func(src []byte, v reflect.Value) ([]byte, error)
 )
 
-// rowCodec encodes and decodes values of one struct type.
-type rowCodec struct {
+// Codec encodes and decodes values of one struct type. It is safe for
+// concurrent use.
+type Codec struct {
 	t   reflect.Type
 	enc rowEncodeFunc
 	dec rowDecodeFunc
 }
 
-// newRowCodec compiles the codec of t, a struct type. It refuses, naming the
+// New compiles the codec of t, a struct type. It refuses, naming the
 // field, what has no deterministic Parquet form here: maps (Go's iteration
 // order is random), interfaces, channels, functions, complex numbers, unsafe
 // pointers, arrays other than byte arrays, embedded pointers, and recursive
 // types.
-func newRowCodec(t reflect.Type) (*rowCodec, error) {
+func New(t reflect.Type) (*Codec, error) {
 	if t == nil || t.Kind() != reflect.Struct || t == timeType {
 		return nil, fmt.Errorf("format \"parquet\" writes structs, not %v", t)
 	}
-	c := &rowCodec{t: t}
+	c := &Codec{t: t}
 	var err error
 	c.enc, c.dec, err = compileRow(t, t.String(), map[reflect.Type]bool{})
 	if err != nil {
@@ -76,8 +47,11 @@ func newRowCodec(t reflect.Type) (*rowCodec, error) {
 	return c, nil
 }
 
-// append appends the encoding of v, a value of the codec's type.
-func (c *rowCodec) append(dst []byte, v reflect.Value) ([]byte, error) {
+// Type is the struct type the codec encodes.
+func (c *Codec) Type() reflect.Type { return c.t }
+
+// Append appends the encoding of v, a value of the codec's type.
+func (c *Codec) Append(dst []byte, v reflect.Value) ([]byte, error) {
 	if !v.CanAddr() {
 		p := reflect.New(c.t).Elem()
 		p.Set(v)
@@ -86,22 +60,23 @@ func (c *rowCodec) append(dst []byte, v reflect.Value) ([]byte, error) {
 	return c.enc(dst, v)
 }
 
-// decode sets v, a settable value of the codec's type, from src, all of
+// Decode sets v, a settable value of the codec's type, from src, all of
 // which must be one row.
-func (c *rowCodec) decode(src []byte, v reflect.Value) error {
+func (c *Codec) Decode(src []byte, v reflect.Value) error {
 	rest, err := c.dec(src, v)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 0 {
-		return fmt.Errorf("%w: %d bytes after the row", errRowEncoding, len(rest))
+		return fmt.Errorf("%w: %d bytes after the row", ErrMalformed, len(rest))
 	}
 	return nil
 }
 
-// rowFields lists the fields of struct t that the row holds, in order, with
-// their index paths (embedded structs flattened), as parquet-go does.
-func rowFields(t reflect.Type, path string) ([]reflect.StructField, error) {
+// Fields lists the fields of struct type t that its row holds, in order,
+// with their index paths (embedded structs flattened), as parquet-go does;
+// path names t in errors.
+func Fields(t reflect.Type, path string) ([]reflect.StructField, error) {
 	var out []reflect.StructField
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -115,7 +90,7 @@ func rowFields(t reflect.Type, path string) ([]reflect.StructField, error) {
 			if f.Type.Kind() != reflect.Struct {
 				return nil, fmt.Errorf("format \"parquet\": embedded field %s.%s has type %v; only embedded structs are written (name the field, or embed the struct itself)", path, f.Name, f.Type)
 			}
-			inner, err := rowFields(f.Type, path+"."+f.Name)
+			inner, err := Fields(f.Type, path+"."+f.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -162,7 +137,7 @@ func compileRow(t reflect.Type, path string, open map[reflect.Type]bool) (rowEnc
 		return byteArrayCodec(t.Len())
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
-			return encodeBytes, decodeBytes, nil
+			return nullable(encodeBytes, decodeBytes)
 		}
 		enc, dec, err := compileRow(t.Elem(), path+"[]", open)
 		if err != nil {
@@ -181,7 +156,7 @@ func compileRow(t reflect.Type, path string, open map[reflect.Type]bool) (rowEnc
 		}
 		open[t] = true
 		defer delete(open, t)
-		fields, err := rowFields(t, path)
+		fields, err := Fields(t, path)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -216,7 +191,7 @@ func encodeBool(dst []byte, v reflect.Value) ([]byte, error) {
 
 func decodeBool(src []byte, v reflect.Value) ([]byte, error) {
 	if len(src) < 1 || src[0] > 1 {
-		return nil, fmt.Errorf("%w: bad boolean", errRowEncoding)
+		return nil, fmt.Errorf("%w: bad boolean", ErrMalformed)
 	}
 	v.SetBool(src[0] == 1)
 	return src[1:], nil
@@ -237,7 +212,7 @@ func appendUint(dst []byte, u uint64, n int) []byte {
 
 func takeUint(src []byte, n int) (uint64, []byte, error) {
 	if len(src) < n {
-		return 0, nil, fmt.Errorf("%w: input ends inside a number", errRowEncoding)
+		return 0, nil, fmt.Errorf("%w: input ends inside a number", ErrMalformed)
 	}
 	var u uint64
 	switch n {
@@ -353,7 +328,7 @@ func appendEscaped(dst []byte, s string) []byte {
 func takeEscaped(src []byte) ([]byte, []byte, error) {
 	i := bytes.IndexByte(src, 0)
 	if i < 0 || i+1 >= len(src) {
-		return nil, nil, fmt.Errorf("%w: unterminated string", errRowEncoding)
+		return nil, nil, fmt.Errorf("%w: unterminated string", ErrMalformed)
 	}
 	if src[i+1] == 1 {
 		return src[:i], src[i+2:], nil
@@ -362,7 +337,7 @@ func takeEscaped(src []byte) ([]byte, []byte, error) {
 	for {
 		switch {
 		case i < 0 || i+1 >= len(src):
-			return nil, nil, fmt.Errorf("%w: unterminated string", errRowEncoding)
+			return nil, nil, fmt.Errorf("%w: unterminated string", ErrMalformed)
 		case src[i+1] == 1:
 			return append(out, src[:i]...), src[i+2:], nil
 		case src[i+1] == 0xFF:
@@ -370,7 +345,7 @@ func takeEscaped(src []byte) ([]byte, []byte, error) {
 			src = src[i+2:]
 			i = bytes.IndexByte(src, 0)
 		default:
-			return nil, nil, fmt.Errorf("%w: bad escape 0x00 0x%02x in a string", errRowEncoding, src[i+1])
+			return nil, nil, fmt.Errorf("%w: bad escape 0x00 0x%02x in a string", ErrMalformed, src[i+1])
 		}
 	}
 }
@@ -388,24 +363,15 @@ func decodeString(src []byte, v reflect.Value) ([]byte, error) {
 	return rest, nil
 }
 
+// encodeBytes and decodeBytes are a non-nil []byte's (nullable adds the
+// presence byte).
 func encodeBytes(dst []byte, v reflect.Value) ([]byte, error) {
-	if v.IsNil() {
-		return append(dst, 0), nil
-	}
 	b := v.Bytes()
-	return appendEscaped(append(dst, 1), string(b)), nil // the conversion does not allocate
+	return appendEscaped(dst, string(b)), nil // the conversion does not allocate
 }
 
 func decodeBytes(src []byte, v reflect.Value) ([]byte, error) {
-	present, rest, err := takePresence(src)
-	if err != nil {
-		return nil, err
-	}
-	if !present {
-		v.SetZero()
-		return rest, nil
-	}
-	b, rest, err := takeEscaped(rest)
+	b, rest, err := takeEscaped(src)
 	if err != nil {
 		return nil, err
 	}
@@ -415,9 +381,33 @@ func decodeBytes(src []byte, v reflect.Value) ([]byte, error) {
 	return rest, nil
 }
 
+// nullable is the codec of a kind that may be nil (a pointer, a slice), from
+// enc and dec, which read and write a value that is not: 0x00 for nil, else
+// 0x01 and the value.
+func nullable(enc rowEncodeFunc, dec rowDecodeFunc) (rowEncodeFunc, rowDecodeFunc, error) {
+	nEnc := func(dst []byte, v reflect.Value) ([]byte, error) {
+		if v.IsNil() {
+			return append(dst, 0), nil
+		}
+		return enc(append(dst, 1), v)
+	}
+	nDec := func(src []byte, v reflect.Value) ([]byte, error) {
+		present, rest, err := takePresence(src)
+		if err != nil {
+			return nil, err
+		}
+		if !present {
+			v.SetZero()
+			return rest, nil
+		}
+		return dec(rest, v)
+	}
+	return nEnc, nDec, nil
+}
+
 func takePresence(src []byte) (bool, []byte, error) {
 	if len(src) < 1 || src[0] > 1 {
-		return false, nil, fmt.Errorf("%w: bad presence byte", errRowEncoding)
+		return false, nil, fmt.Errorf("%w: bad presence byte", ErrMalformed)
 	}
 	return src[0] == 1, src[1:], nil
 }
@@ -431,7 +421,7 @@ func byteArrayCodec(n int) (rowEncodeFunc, rowDecodeFunc, error) {
 	}
 	dec := func(src []byte, v reflect.Value) ([]byte, error) {
 		if len(src) < n {
-			return nil, fmt.Errorf("%w: input ends inside a byte array", errRowEncoding)
+			return nil, fmt.Errorf("%w: input ends inside a byte array", ErrMalformed)
 		}
 		reflect.Copy(v, reflect.ValueOf(src[:n]))
 		return src[n:], nil
@@ -465,36 +455,22 @@ func decodeTime(src []byte, v reflect.Value) ([]byte, error) {
 
 func pointerCodec(t reflect.Type, elemEnc rowEncodeFunc, elemDec rowDecodeFunc) (rowEncodeFunc, rowDecodeFunc, error) {
 	enc := func(dst []byte, v reflect.Value) ([]byte, error) {
-		if v.IsNil() {
-			return append(dst, 0), nil
-		}
-		return elemEnc(append(dst, 1), v.Elem())
+		return elemEnc(dst, v.Elem())
 	}
 	dec := func(src []byte, v reflect.Value) ([]byte, error) {
-		present, rest, err := takePresence(src)
-		if err != nil {
-			return nil, err
-		}
-		if !present {
-			v.SetZero()
-			return rest, nil
-		}
 		p := reflect.New(t.Elem())
-		if rest, err = elemDec(rest, p.Elem()); err != nil {
+		rest, err := elemDec(src, p.Elem())
+		if err != nil {
 			return nil, err
 		}
 		v.Set(p)
 		return rest, nil
 	}
-	return enc, dec, nil
+	return nullable(enc, dec)
 }
 
 func sliceCodec(t reflect.Type, elemEnc rowEncodeFunc, elemDec rowDecodeFunc) (rowEncodeFunc, rowDecodeFunc, error) {
 	enc := func(dst []byte, v reflect.Value) ([]byte, error) {
-		if v.IsNil() {
-			return append(dst, 0), nil
-		}
-		dst = append(dst, 1)
 		var err error
 		for i := 0; i < v.Len(); i++ {
 			if dst, err = elemEnc(append(dst, 1), v.Index(i)); err != nil {
@@ -504,15 +480,7 @@ func sliceCodec(t reflect.Type, elemEnc rowEncodeFunc, elemDec rowDecodeFunc) (r
 		return append(dst, 0), nil
 	}
 	elem := t.Elem()
-	dec := func(src []byte, v reflect.Value) ([]byte, error) {
-		present, rest, err := takePresence(src)
-		if err != nil {
-			return nil, err
-		}
-		if !present {
-			v.SetZero()
-			return rest, nil
-		}
+	dec := func(rest []byte, v reflect.Value) ([]byte, error) {
 		out := reflect.MakeSlice(t, 0, 0)
 		for {
 			more, r, err := takePresence(rest)
@@ -532,7 +500,7 @@ func sliceCodec(t reflect.Type, elemEnc rowEncodeFunc, elemDec rowDecodeFunc) (r
 		v.Set(out)
 		return rest, nil
 	}
-	return enc, dec, nil
+	return nullable(enc, dec)
 }
 
 func structCodec(encs []rowEncodeFunc, decs []rowDecodeFunc, index [][]int) (rowEncodeFunc, rowDecodeFunc, error) {
