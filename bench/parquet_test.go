@@ -173,8 +173,8 @@ func (e *env) parquetRows(b *testing.B, prefix string) int64 {
 		}
 		for _, o := range out.Contents {
 			key := aws.ToString(o.Key)
-			if ownkeys.IsSettingsAnywhere(key) {
-				continue // the sink's settings marker
+			if ownkeys.IsSettingsAnywhere(key) || ownkeys.IsManifestAnywhere(key) {
+				continue // the sink's settings marker and manifests
 			}
 			if !strings.HasSuffix(key, ".parquet") {
 				b.Fatalf("s3://%s/%s: not a Parquet file", e.bucket, key)

@@ -122,7 +122,7 @@ func (e *env) fileBytes(b *testing.B, prefix string) int64 {
 		}
 		for _, o := range out.Contents {
 			key := aws.ToString(o.Key)
-			if ownkeys.IsSettings(prefix, key) || ownkeys.IsMarker(prefix, key) {
+			if ownkeys.IsSettings(prefix, key) || ownkeys.IsMarker(prefix, key) || ownkeys.IsManifest(prefix, key) {
 				continue
 			}
 			sum += aws.ToInt64(o.Size)

@@ -40,15 +40,18 @@ type batch struct {
 
 // batchFn turns a group into batches. It holds at most MaxBatchBytes of
 // records in memory; a larger group goes to local temporary files and comes
-// back one sub-batch at a time. It carries the two settings it reads.
+// back one sub-batch at a time. It carries the settings it reads: the shard
+// count, or, under automatic sharding (Auto), none, since each key carries
+// its own (countedShardKey).
 type batchFn struct {
 	Shards        int   `json:"shards"`
+	Auto          bool  `json:"auto,omitempty"`
 	MaxBatchBytes int64 `json:"maxBatchBytes"`
 }
 
 // newBatchFn makes the Batch stage's DoFn from the settings.
 func newBatchFn(s settings) *batchFn {
-	return &batchFn{Shards: s.Shards, MaxBatchBytes: s.MaxBatchBytes}
+	return &batchFn{Shards: s.Shards, Auto: s.TargetFileBytes > 0, MaxBatchBytes: s.MaxBatchBytes}
 }
 
 // arenaChunk is the size of the blocks records are copied into, so that a
@@ -56,7 +59,7 @@ func newBatchFn(s settings) *batchFn {
 const arenaChunk = 1 << 20
 
 func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam.Window, key []byte, packs func(*[]byte) bool, emit func(batch)) error {
-	shard, dest, err := parseShardKey(key)
+	shard, shards, dest, err := f.parseKey(key)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
@@ -64,9 +67,19 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 	if err != nil {
 		return fmt.Errorf("s3once sink: destination %q, shard %d: %w", dest, shard, err)
 	}
-	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: f.Shards, SubBatches: 1}
+	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: shards, SubBatches: 1}
 	u := unpacker{packs: packs}
 	return gatherBatches(head, f.MaxBatchBytes, u.next, u.failed, emit)
+}
+
+// parseKey reads a group's key: its shard, the shard count and the
+// destination.
+func (f *batchFn) parseKey(key []byte) (shard, shards int, dest string, err error) {
+	if f.Auto {
+		return parseCountedShardKey(key)
+	}
+	shard, dest, err = parseShardKey(key)
+	return shard, f.Shards, dest, err
 }
 
 // gatherBatches reads a group's records once, from values; failed, if not

@@ -27,6 +27,10 @@ const (
 	DefaultShards = 4
 	// MaxShards bounds Config.Shards.
 	MaxShards = 10000
+	// DefaultMaxAutoShards is the most shards a destination and window get
+	// with automatic sharding (Config.TargetFileBytes) when Config.Shards
+	// is 0.
+	DefaultMaxAutoShards = 1000
 	// LatestOutputVersion is the output version a Config with OutputVersion
 	// 0 writes (see Config.OutputVersion).
 	LatestOutputVersion = 2
@@ -213,8 +217,25 @@ type Config struct {
 	// is a hash of its bytes, so equal inputs shard equally. Default
 	// DefaultShards (4). A shard larger than MaxBatchBytes is spilled to
 	// local disk and written as several sub-batches, by the same worker;
-	// raise Shards to spread the work.
+	// raise Shards to spread the work. With TargetFileBytes set, Shards is
+	// instead the most shards a destination and window get (0 means
+	// DefaultMaxAutoShards, 1,000).
 	Shards int
+	// TargetFileBytes, when set, makes the shard count of each destination
+	// and window follow its data: ceil(record bytes / TargetFileBytes)
+	// shards, at least 1 and at most Shards, so a small destination gets one
+	// file and a large one as many as its size needs. The count is a
+	// function of the records alone (their bytes before compression), so a
+	// rerun of the same input gets the same counts and names on any runner
+	// and with any bundling; it is in each file's name (-of-NNNNN). Shards
+	// of a destination average at most TargetFileBytes of records, and a
+	// shard's files still roll at MaxFileBytes, which it must not exceed.
+	// It costs one more pass over the records (a shuffle of them, and a
+	// count of each destination's bytes): see docs/configuration.md.
+	// Automatic sharding needs output version 2 and the input's default
+	// trigger (with AllowedLateness 0 unless the input is bounded); Write
+	// refuses it otherwise. Zero (the default) keeps Shards fixed.
+	TargetFileBytes int64
 	// MaxBatchBytes bounds the record bytes of one batch, which a worker
 	// holds in memory while it writes them. A shard (of one destination,
 	// window and pane) larger than that is spilled to local temporary disk
@@ -316,10 +337,13 @@ type settings struct {
 
 	Parquet *parquetSettings `json:"parquet,omitempty"`
 
-	Shards         int   `json:"shards,omitempty"`
-	MaxBatchBytes  int64 `json:"maxBatchBytes,omitempty"`
-	MaxFileBytes   int64 `json:"maxFileBytes,omitempty"`
-	MaxFileRecords int64 `json:"maxFileRecords,omitempty"`
+	Shards int `json:"shards,omitempty"`
+	// TargetFileBytes is Config.TargetFileBytes: 0 for fixed Shards, else
+	// automatic sharding with Shards as its bound (autoshard.go).
+	TargetFileBytes int64 `json:"targetFileBytes,omitempty"`
+	MaxBatchBytes   int64 `json:"maxBatchBytes,omitempty"`
+	MaxFileBytes    int64 `json:"maxFileBytes,omitempty"`
+	MaxFileRecords  int64 `json:"maxFileRecords,omitempty"`
 
 	CheckpointBytes    int64         `json:"checkpointBytes,omitempty"`
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty"`
@@ -356,7 +380,7 @@ func (c Config) settings() (settings, error) {
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
 		connection: c.connection(),
 		Format:     c.Format, Compression: c.Compression,
-		Shards: c.Shards, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
+		Shards: c.Shards, TargetFileBytes: c.TargetFileBytes, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
 		FinalizeCommit: c.FinalizeCommit,
 		PartSize:       c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
@@ -418,7 +442,12 @@ func (c Config) settings() (settings, error) {
 	}
 	problems = append(problems, s.applyParquet(c.Parquet)...)
 
-	if s.Shards == 0 {
+	switch {
+	case s.TargetFileBytes < 0:
+		bad("TargetFileBytes %d must not be negative (0 means fixed Shards)", s.TargetFileBytes)
+	case s.TargetFileBytes > 0 && s.Shards == 0:
+		s.Shards = DefaultMaxAutoShards
+	case s.Shards == 0:
 		s.Shards = DefaultShards
 	}
 	if s.Shards < 1 || s.Shards > MaxShards {
@@ -443,6 +472,14 @@ func (c Config) settings() (settings, error) {
 	if s.MaxFileRecords < 0 {
 		bad("MaxFileRecords %d must not be negative (0 means no limit)", s.MaxFileRecords)
 	}
+	if s.TargetFileBytes > 0 {
+		switch {
+		case s.TargetFileBytes < MinMaxFileBytes:
+			bad("TargetFileBytes %d is too small: at least %d bytes (0 means fixed Shards)", s.TargetFileBytes, MinMaxFileBytes)
+		case s.MaxFileBytes >= MinMaxFileBytes && s.TargetFileBytes > s.MaxFileBytes:
+			bad("TargetFileBytes %d exceeds MaxFileBytes %d: files roll at MaxFileBytes, so raise MaxFileBytes (and MaxBatchBytes) too", s.TargetFileBytes, s.MaxFileBytes)
+		}
+	}
 
 	if s.CheckpointBytes == 0 {
 		s.CheckpointBytes = DefaultCheckpointBytes
@@ -465,6 +502,8 @@ func (c Config) settings() (settings, error) {
 	}
 	if s.OutputVersion < 1 || s.OutputVersion > LatestOutputVersion {
 		bad("OutputVersion %d must be 1 or %d (0 means %d, for a new folder)", s.OutputVersion, LatestOutputVersion, LatestOutputVersion)
+	} else if s.TargetFileBytes > 0 && s.OutputVersion < 2 {
+		bad("TargetFileBytes needs output version 2 (OutputVersion %d writes fixed Shards only)", s.OutputVersion)
 	}
 
 	var reqProblems []string

@@ -42,6 +42,9 @@
 //
 //  1. Encode formats each element as a record (Format), picks its
 //     destination (Config.Destination) and its shard (a hash of the record).
+//     With TargetFileBytes, the shard count of each destination and window
+//     follows from its record bytes first: a sum per destination, joined
+//     to the records (a CoGroupByKey), never a side input (autoshard.go).
 //  2. A GroupByKey gathers each (destination, shard) per window and pane.
 //  3. Batch sorts a group's records into batches of at most MaxBatchBytes;
 //     a larger group spills to local disk and becomes sub-batches.

@@ -73,6 +73,27 @@ func shardKey(shard int, destination string) []byte {
 	return append(k, destination...)
 }
 
+// countedShardKey is the grouping key of a record under automatic sharding
+// (autoshard.go): its shard, its destination's shard count, then its
+// destination.
+func countedShardKey(shard, count int, destination string) []byte {
+	k := binary.AppendUvarint(make([]byte, 0, 4+len(destination)), uint64(shard))
+	k = binary.AppendUvarint(k, uint64(count))
+	return append(k, destination...)
+}
+
+// parseCountedShardKey reads countedShardKey's key.
+func parseCountedShardKey(k []byte) (shard, count int, destination string, err error) {
+	s, n := binary.Uvarint(k)
+	if n > 0 {
+		c, m := binary.Uvarint(k[n:])
+		if m > 0 && c >= 1 && c <= MaxShards && s < c {
+			return int(s), int(c), string(k[n+m:]), nil
+		}
+	}
+	return 0, 0, "", fmt.Errorf("malformed shard key %q", k)
+}
+
 func parseShardKey(k []byte) (shard int, destination string, err error) {
 	v, n := binary.Uvarint(k)
 	if n <= 0 || v > MaxShards {

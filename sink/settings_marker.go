@@ -113,6 +113,7 @@ var settingLabels = map[string]string{
 	"output-version":            "s3once's output format version",
 	"parquet-canary":            "the Parquet library's output (canary digest)",
 	"parquet-compression":       "Parquet.Compression",
+	"shard-target-bytes":        "TargetFileBytes",
 	"parquet-library":           "the Parquet library",
 	"parquet-row-group-bytes":   "Parquet.RowGroupBytes",
 	"parquet-row-group-records": "Parquet.RowGroupRecords",
@@ -161,6 +162,13 @@ func (s settings) fingerprint() fingerprint {
 		}
 		pqOut = parquetCanary(pqComp)
 	}
+	// Fixed Shards record the count; automatic sharding records its bound
+	// with an "auto:" prefix, so that a marker of a build that knew no
+	// automatic sharding (no shard-target-bytes) still differs.
+	shards, target := itoa(int64(s.Shards)), ""
+	if s.TargetFileBytes > 0 {
+		shards, target = "auto:"+shards, itoa(s.TargetFileBytes)
+	}
 	return fingerprint{
 		{Name: "checkpoint-sync-bytes", Value: sync},
 		{Name: "compression", Value: s.Compression},
@@ -177,7 +185,8 @@ func (s settings) fingerprint() fingerprint {
 		{Name: "parquet-library", Value: pqLib},
 		{Name: "parquet-row-group-bytes", Value: pqBytes},
 		{Name: "parquet-row-group-records", Value: pqRecords},
-		{Name: "shards", Value: itoa(int64(s.Shards))},
+		{Name: "shard-target-bytes", Value: target},
+		{Name: "shards", Value: shards},
 	}
 }
 

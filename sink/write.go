@@ -98,13 +98,28 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 		dest = ef
 	}
 
+	auto := st.TargetFileBytes > 0
+	if auto {
+		if why := autoShardingFits(col); why != "" {
+			return beam.PCollection{}, fmt.Errorf("%w: TargetFileBytes (automatic sharding) cannot run on this input: %s; set Shards instead", ErrInvalidConfig, why)
+		}
+	}
 	if err := claimFolders(s, st); err != nil {
 		return beam.PCollection{}, err
 	}
 	s = s.Scope("s3once.Write")
-	keyed, err := single(beam.TryParDo(s.Scope("Encode"), newEncodeFn(st, kind, dest, packable(col)), col))
+	encode := newEncodeFn(st, kind, dest, packable(col))
+	if auto {
+		encode.Shards = autoJoinBuckets // autoshard.go
+	}
+	keyed, err := single(beam.TryParDo(s.Scope("Encode"), encode, col))
 	if err != nil {
 		return beam.PCollection{}, err
+	}
+	if auto {
+		if keyed, err = withAutoShards(s, st, keyed); err != nil {
+			return beam.PCollection{}, err
+		}
 	}
 	grouped, err := beam.TryGroupByKey(s.Scope("Group"), keyed)
 	if err != nil {

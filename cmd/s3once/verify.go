@@ -192,6 +192,9 @@ type settingsReport struct {
 	// Extension is the files' extension, from the marker's file names.
 	Extension string `json:"extension,omitempty"`
 	Shards    int    `json:"shards,omitempty"`
+	// AutoMaxShards is the bound of automatic sharding (TargetFileBytes),
+	// where the marker records it instead of Shards.
+	AutoMaxShards int `json:"auto_max_shards,omitempty"`
 	// Error says why the marker could not be judged (also a problem).
 	Error string `json:"error,omitempty"`
 }

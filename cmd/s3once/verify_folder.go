@@ -76,8 +76,12 @@ type verifier struct {
 	// false where no marker gives it (output version 1).
 	ext      string
 	extKnown bool
-	// shards is the marker's Shards (0: unknown).
+	// shards is the marker's Shards (0: unknown, or automatic sharding).
 	shards int
+	// autoMax is the bound of automatic sharding (the marker's "auto:N"),
+	// 0 for fixed Shards: a partition's files then share one count of at
+	// most autoMax.
+	autoMax int
 	// settingsUnread: the marker could not be read (an S3 error).
 	settingsUnread bool
 	// sizes holds every listed key under the prefix (staging excluded).
@@ -201,10 +205,27 @@ func (v *verifier) readSettings(ctx context.Context) {
 	}
 	v.ext, v.extKnown, sr.Extension = ext, true, ext
 	if s, ok := fp.Get("shards"); ok {
-		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+		if bound, auto := strings.CutPrefix(s, "auto:"); auto {
+			if n, err := strconv.Atoi(bound); err == nil && n > 0 {
+				v.autoMax, sr.AutoMaxShards = n, n
+			}
+		} else if n, err := strconv.Atoi(s); err == nil && n > 0 {
 			v.shards, sr.Shards = n, n
 		}
 	}
+}
+
+// shardsDisagree says what the settings marker records when a file named
+// for n shards cannot be of this folder ("" when it can): another fixed
+// count, or more than automatic sharding's bound.
+func (v *verifier) shardsDisagree(n int) string {
+	switch {
+	case v.shards > 0 && n != v.shards:
+		return strconv.Itoa(v.shards)
+	case v.autoMax > 0 && n > v.autoMax:
+		return fmt.Sprintf("automatic sharding of at most %d", v.autoMax)
+	}
+	return ""
 }
 
 // ---- the listing ---------------------------------------------------------
@@ -430,9 +451,9 @@ func (v *verifier) checkByManifest(ctx context.Context, lookups *errgroup.Group,
 		case why != "":
 			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: e.Key,
 				Message: fmt.Sprintf("the manifest %s lists a file that cannot be this folder's: %s; the files and the settings marker disagree", p.manifest, why)})
-		case v.shards > 0 && n.shards != v.shards:
+		case v.shardsDisagree(n.shards) != "":
 			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: e.Key,
-				Message: fmt.Sprintf("the manifest %s lists a file named for %d shards where the settings marker records %d: the files and the settings marker disagree", p.manifest, n.shards, v.shards)})
+				Message: fmt.Sprintf("the manifest %s lists a file named for %d shards where the settings marker records %s: the files and the settings marker disagree", p.manifest, n.shards, v.shardsDisagree(n.shards))})
 		}
 		lookups.Go(func() error {
 			lctx, cancel := context.WithTimeout(ctx, v.lookupBound(e.Size))
@@ -476,10 +497,10 @@ func (v *verifier) checkByListing(k partKey, p *partition, pr *partitionReport) 
 	for _, f := range p.files {
 		pr.Bytes += f.size
 		counts[f.shards] = true
-		if v.shards > 0 && f.shards != v.shards {
+		if want := v.shardsDisagree(f.shards); want != "" {
 			pr.Mixed = true
 			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: f.key,
-				Message: fmt.Sprintf("named for %d shards where the settings marker records %d: another run's file, so the partition is mixed; %s", f.shards, v.shards, remedyMixed)})
+				Message: fmt.Sprintf("named for %d shards where the settings marker records %s: another run's file, so the partition is mixed; %s", f.shards, want, remedyMixed)})
 		}
 		ps := paneShard{f.pane, f.shard}
 		if splits[ps] == nil {

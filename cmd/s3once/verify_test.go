@@ -78,7 +78,9 @@ func (f *outFolder) manifest(dest, window string, entries ...manifest.Entry) {
 
 // settings puts a settings marker of the output version, extension and
 // Shards, the other settings as the sink records them.
-func (f *outFolder) settings(version, ext string, shards int) {
+// settings puts a settings marker; shards is a count, or "auto:N" for
+// automatic sharding.
+func (f *outFolder) settings(version, ext string, shards any) {
 	f.t.Helper()
 	f.put(ownkeys.SettingsKey(f.prefix), settingsmarker.Encode(settingsmarker.Settings{
 		{Name: "compression", Value: "gzip"},
@@ -378,6 +380,23 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		f.settings("2", ".parquet", 2)
 		rep = verify(t, f, exitProblems)
 		wantProblems(t, rep, want...)
+	})
+
+	// Automatic sharding: each partition has its own count, at most the
+	// marker's bound; a file named for more is another run's.
+	t.Run("AutoSharding", func(t *testing.T) {
+		f := folder(t)
+		f.settings("2", ext, "auto:4")
+		f.manifest("small", "global", f.file(f.name("small", "global", 0, 1, 0, ext)))
+		f.manifest("large", "global", f.file(f.name("large", "global", 0, 3, 0, ext)), f.file(f.name("large", "global", 1, 3, 0, ext)), f.file(f.name("large", "global", 2, 3, 0, ext)))
+		rep := verify(t, f, exitOK)
+		wantProblems(t, rep)
+		if rep.Settings.AutoMaxShards != 4 || rep.Settings.Shards != 0 {
+			t.Fatalf("the report's settings: %+v; want automatic sharding of at most 4", rep.Settings)
+		}
+		over := f.file(f.name("huge", "global", 0, 6, 0, ext))
+		f.manifest("huge", "global", over)
+		wantProblems(t, verify(t, f, exitProblems), kindOtherSettings+" "+over.Key)
 	})
 
 	// A mixed partition as FinalizeCommit "always" can leave one: the
