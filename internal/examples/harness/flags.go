@@ -44,7 +44,8 @@ var sinkFlagTable = []sinkFlag{
 	{"ThrottleBudget", "s3-throttle-budget", "how long one S3 call may be answered SlowDown before the run fails (0: 5m)"},
 
 	{"Compression", "compression", "file compression: none, gzip or zstd"},
-	{"Shards", "shards", fmt.Sprintf("shards per destination and window (0: %d)", sink.DefaultShards)},
+	{"Shards", "shards", fmt.Sprintf("shards per destination and window (0: %d); with --target-file-bytes, the most shards (0: %d)", sink.DefaultShards, sink.DefaultMaxAutoShards)},
+	{"TargetFileBytes", "target-file-bytes", "automatic sharding: each destination and window gets ceil(its record bytes / this) shards (0: fixed --shards)"},
 	{"MaxBatchBytes", "max-batch-bytes", "record bytes one worker holds per shard (0: 64 MiB)"},
 	{"MaxFileBytes", "max-file-bytes", "roll files before this many record bytes (0: --max-batch-bytes)"},
 	{"MaxFileRecords", "max-file-records", "roll files at this many records (0: no limit)"},
