@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -41,14 +42,19 @@ func TestJobServer(t *testing.T) {
 
 	cases := []struct {
 		name   string
+		job    string // the program's name in its summary
 		bin    string
 		prefix string
 		args   []string
 	}{
-		{"batch", batch, "corpus", []string{"--records", "6000", "--topics", "2", "--shards", "2",
+		{"batch", "batch", batch, "corpus", []string{"--records", "6000", "--topics", "2", "--shards", "2",
 			"--checkpoint-bytes", "65536", "--inline-tail-max", "-1", "--seed", "13"}},
-		{"streaming", streaming, "events", []string{"--records", "6000", "--span", "30m", "--window", "10m",
+		{"streaming", "streaming", streaming, "events", []string{"--records", "6000", "--span", "30m", "--window", "10m",
 			"--checkpoint-bytes", "65536", "--seed", "5"}},
+		// Automatic sharding: the counts follow each topic's bytes, and
+		// the job server's workers, bundling otherwise, get the same.
+		{"batch, automatic shards", "batch", batch, "auto", []string{"--records", "6000", "--topics", "3",
+			"--target-file-bytes", "32768", "--seed", "17"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +68,9 @@ func TestJobServer(t *testing.T) {
 			want := s3test.Objects(t, client, embedded, tc.prefix+"/")
 			if len(want) == 0 {
 				t.Fatal("the run on the embedded runner wrote nothing")
+			}
+			if slices.Contains(tc.args, "--target-file-bytes") {
+				checkAutoShards(t, want, s3test.Object(t, client, embedded, tc.prefix+"/_s3once_settings"))
 			}
 
 			bucket := srv.Bucket(t)
@@ -82,7 +91,7 @@ func TestJobServer(t *testing.T) {
 			if !strings.Contains(o.Stdout, "committed on remote workers") {
 				t.Errorf("the submitting process ran DoFns itself (its summary lists files); stdout:\n%s", o.Stdout)
 			}
-			if head := fmt.Sprintf("s3once %s: %d files committed", tc.name, len(want)); !strings.Contains(o.Stdout, head) {
+			if head := fmt.Sprintf("s3once %s: %d files committed", tc.job, len(want)); !strings.Contains(o.Stdout, head) {
 				t.Errorf("the summary does not say %q; stdout:\n%s", head, o.Stdout)
 			}
 			// A good job logs no ERROR line the docs do not explain
@@ -130,6 +139,41 @@ func TestJobServer(t *testing.T) {
 		}
 		checkClean(t, client, bucket)
 	})
+}
+
+// shardCount is the shard count in a file's name.
+var shardCount = regexp.MustCompile(`-shard-[0-9]{5}-of-([0-9]{5})`)
+
+// checkAutoShards checks that the folder's settings marker (marker)
+// records
+// automatic sharding, and that it gave each partition one shard count, more
+// than 1 (each topic's bytes call for several).
+func checkAutoShards(t *testing.T, objs map[string][]byte, marker []byte) {
+	t.Helper()
+	counts := map[string]string{} // partition folder -> count
+	for k := range objs {
+		m := shardCount.FindStringSubmatch(k)
+		if m == nil {
+			continue // the settings marker, manifests
+		}
+		dir := path.Dir(k)
+		if c, ok := counts[dir]; ok && c != m[1] {
+			t.Errorf("%s holds files named for %s and %s shards", dir, c, m[1])
+		}
+		counts[dir] = m[1]
+	}
+	if len(counts) == 0 {
+		t.Fatal("no file of the run is named for a shard count")
+	}
+	for dir, c := range counts {
+		if c == "00001" {
+			t.Errorf("%s: 1 shard, where its bytes call for more", dir)
+		}
+	}
+	if !strings.Contains(string(marker), "\nshards=auto:") {
+		t.Errorf("the settings marker does not record automatic sharding:\n%s", marker)
+	}
+	t.Logf("shard counts per partition: %v", counts)
 }
 
 var (
