@@ -37,6 +37,7 @@ vet:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
 	$(GO) vet ./...
 	$(GO) vet -tags $(MUTANT_TAG) ./...
+	$(GO) vet -tags iceberg ./cmd/s3once-run/
 
 # The sink's tests of bundle finalization on the embedded runner run a second
 # time without the race detector: race-enabled builds never ask for bundle
@@ -49,11 +50,15 @@ vet:
 # the tag and runs only those tests. Integration tests build their child
 # programs with the tag for a mutant run and switch the bug on through
 # S3ONCE_MUTANT.
+#
+# The operator runner's table stage exists only in builds with the iceberg
+# tag (make run FORMAT=iceberg): a pass builds and tests it with the tag.
 MUTANT_TAG := s3once_mutant
 test: tools vet
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun|TestFinalizeMode' ./sink/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
+	$(GO) test -race -tags iceberg -timeout 10m ./cmd/s3once-run/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/testkit/explore/ ./integration/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
