@@ -156,6 +156,12 @@ func TestThrottleBudgetExhausted(t *testing.T) {
 	if o.Elapsed < budget {
 		t.Errorf("the run failed after %v, before the budget of %v", o.Elapsed, budget)
 	}
+	// The budget is per call: the error is one call's, naming its key,
+	// the answers it got and the budget that ended it, not the run's time.
+	msg := o.Stderr
+	if !regexp.MustCompile(`s3://[^ ]+/[^ ]+.*: [0-9]+ SlowDown answers, throttled past its budget of ` + regexp.QuoteMeta(budget.String())).MatchString(msg) {
+		t.Errorf("the throttled error is not one call's, ended by the per-call budget of %v:\n%s", budget, msg)
+	}
 	noWrongObject(t, s3test.Objects(t, f.client, bucket, outPrefix+"/"), f.ref.objects)
 	t.Logf("in an endless storm with a budget of %v: %v after %d SlowDowns; %s", budget, o, inj.SlowDowns(), throttledMessage(o.Stderr))
 	f.rerunExact(t, bin, bucket)
