@@ -124,11 +124,17 @@ func parseChild(out []byte) (childResult, error) {
 }
 
 func runChild(mode string) int {
-	if mode != "memory" {
+	var r any
+	var err error
+	switch mode {
+	case "memory":
+		r, err = memoryChild()
+	case "budget":
+		r, err = budgetChild()
+	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 2
 	}
-	r, err := memoryChild()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

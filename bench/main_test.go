@@ -92,7 +92,7 @@ type env struct {
 	bucket string
 }
 
-func newEnv(b *testing.B) *env {
+func newEnv(b testing.TB) *env {
 	b.Helper()
 	s := server(b)
 	bucket, err := s.NewBucket(context.Background())
@@ -106,7 +106,7 @@ func newEnv(b *testing.B) *env {
 
 // deletePrefix deletes every object under prefix and aborts every multipart
 // upload under it, so the server's disk does not fill up.
-func (e *env) deletePrefix(b *testing.B, prefix string) {
+func (e *env) deletePrefix(b testing.TB, prefix string) {
 	b.Helper()
 	ctx := context.Background()
 	p := s3.NewListObjectsV2Paginator(e.client, &s3.ListObjectsV2Input{Bucket: aws.String(e.bucket), Prefix: aws.String(prefix)})

@@ -111,7 +111,7 @@ func scalePipeline(b *testing.B, records, shards int) {
 
 // fileBytes sums the sizes of the sink's files under prefix: its markers
 // (the settings marker, _SUCCESS) aside.
-func (e *env) fileBytes(b *testing.B, prefix string) int64 {
+func (e *env) fileBytes(b testing.TB, prefix string) int64 {
 	b.Helper()
 	var sum int64
 	p := s3.NewListObjectsV2Paginator(e.client, &s3.ListObjectsV2Input{Bucket: aws.String(e.bucket), Prefix: aws.String(prefix + "/")})
@@ -177,7 +177,13 @@ type ownHeap struct {
 	own  map[uintptr]frameKind
 }
 
-func startOwnHeap(every time.Duration) *ownHeap {
+func startOwnHeap(every time.Duration) *ownHeap { return sampleOwnHeap(every, false) }
+
+// sampleOwnHeap is startOwnHeap that, with collect, runs a collection before
+// each sample: the profile then counts the objects live at that moment,
+// where otherwise it counts every object until the collection after it
+// died (garbage included, up to GOGC percent of the live heap).
+func sampleOwnHeap(every time.Duration, collect bool) *ownHeap {
 	h := &ownHeap{quit: make(chan struct{}), own: map[uintptr]frameKind{}}
 	h.done.Add(1)
 	go func() {
@@ -190,6 +196,12 @@ func startOwnHeap(every time.Duration) *ownHeap {
 			case <-h.quit:
 				return
 			case <-t.C:
+			}
+			if collect {
+				// Twice: the profile a collection publishes is the
+				// previous one's.
+				runtime.GC()
+				runtime.GC()
 			}
 			n, ok := runtime.MemProfile(recs, false)
 			if !ok {
@@ -258,6 +270,7 @@ var emitsElement = []string{
 	ownPrefix + "sink.newPack",
 	ownPrefix + "sink.appendRecord",
 	ownPrefix + "sink.encodeBatch",
+	ownPrefix + "sink.(*batchEmitter).",
 }
 
 // classify says whose an allocation is: the sink's if any frame of its

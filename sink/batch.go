@@ -44,14 +44,15 @@ type batch struct {
 // count, or, under automatic sharding (Auto), none, since each key carries
 // its own (countedShardKey).
 type batchFn struct {
-	Shards        int   `json:"shards"`
-	Auto          bool  `json:"auto,omitempty"`
-	MaxBatchBytes int64 `json:"maxBatchBytes"`
+	Shards          int   `json:"shards"`
+	Auto            bool  `json:"auto,omitempty"`
+	MaxBatchBytes   int64 `json:"maxBatchBytes"`
+	MaxWorkerMemory int64 `json:"maxWorkerMemory,omitempty"`
 }
 
 // newBatchFn makes the Batch stage's DoFn from the settings.
 func newBatchFn(s settings) *batchFn {
-	return &batchFn{Shards: s.Shards, Auto: s.TargetFileBytes > 0, MaxBatchBytes: s.MaxBatchBytes}
+	return &batchFn{Shards: s.Shards, Auto: s.TargetFileBytes > 0, MaxBatchBytes: s.MaxBatchBytes, MaxWorkerMemory: s.MaxWorkerMemory}
 }
 
 // arenaChunk is the size of the blocks records are copied into, so that a
@@ -69,7 +70,7 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 	}
 	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: shards, SubBatches: 1}
 	u := unpacker{packs: packs}
-	return gatherBatches(head, f.MaxBatchBytes, u.next, u.failed, emit)
+	return gather(ctx, workerMemory, head, f.MaxBatchBytes, u.next, u.failed, emit)
 }
 
 // parseKey reads a group's key: its shard, the shard count and the
@@ -82,48 +83,125 @@ func (f *batchFn) parseKey(key []byte) (shard, shards int, dest string, err erro
 	return shard, f.Shards, dest, err
 }
 
-// gatherBatches reads a group's records once, from values; failed, if not
-// nil, says whether values ended early on an error, which is returned before
-// anything is emitted. While the records fit in limit bytes they
-// stay in memory and make one batch, like head. Past that, every record goes
-// to one of maxSubBatches bucket files under a temporary directory, chosen by
-// subBatchHash; the buckets are then read back in contiguous runs, each run
-// one sub-batch of at most limit bytes, sorted and emitted in turn. Which
-// sub-batch a record lands in, and how many there are, depend only on the
-// multiset of records.
-func gatherBatches(head batch, limit int64, values func(*[]byte) bool, failed func() error, emit func(batch)) (err error) {
+// gatherBatches is gather without a memory budget.
+func gatherBatches(head batch, limit int64, values func(*[]byte) bool, failed func() error, emit func(batch)) error {
+	return gather(context.Background(), nil, head, limit, values, failed, emit)
+}
+
+// gather reads a group's records once, from values; failed, if not nil,
+// says whether values ended early on an error, which is returned before
+// anything is emitted. While the records fit in limit bytes and in budget
+// they stay in memory and make one batch, like head. Past that, every
+// record goes to one of maxSubBatches bucket files under a temporary
+// directory, chosen by subBatchHash; the buckets are then read back in
+// contiguous runs, each run one sub-batch of at most limit bytes, sorted
+// and emitted in turn. Which sub-batch a record lands in, and how many
+// there are, depend only on the multiset of records: a group spilled for
+// memory alone (it fits limit) is read back as one batch.
+//
+// In memory, a group reserves twice its record bytes (the records, and
+// their encoding when the runner takes the batch) and its slice headers,
+// as it grows, without waiting; when the budget is short it spills and
+// lets go of its reservation. Reading a sub-batch back waits for its
+// reservation, holding none. A nil budget reserves nothing.
+func gather(ctx context.Context, budget *memBudget, head batch, limit int64, values func(*[]byte) bool, failed func() error, emit func(batch)) (err error) {
 	var (
 		lines [][]byte
 		chunk []byte
 		total int64
 		line  []byte
 		sp    *spill
+		held  int64 // reserved in budget
 	)
 	defer func() {
+		budget.release(held)
 		if sp != nil {
 			if cerr := sp.remove(); err == nil && cerr != nil {
 				err = head.fail("remove spill files", cerr)
 			}
 		}
 	}()
+	// toDisk moves the records gathered so far to a new spill, and keeps of
+	// the reservation only what the spill's buffers take.
+	toDisk := func() error {
+		bufSize := min(max(held/maxSubBatches, minSpillBuffer), spillBufferSize)
+		keep := min(held, maxSubBatches*bufSize)
+		if keep == 0 {
+			// Nothing is held (nothing was gathered): wait for the
+			// buffers, holding nothing.
+			keep = maxSubBatches * bufSize
+			if err := budget.acquire(ctx, keep); err != nil {
+				return err
+			}
+			held = keep
+		}
+		var err error
+		if sp, err = newSpill(int(bufSize)); err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if err := sp.add(l); err != nil {
+				return err
+			}
+		}
+		lines, chunk = nil, nil
+		budget.release(held - keep)
+		held = keep
+		return nil
+	}
 	for values(&line) {
 		total += int64(len(line))
 		if sp == nil && total > limit {
-			if sp, err = newSpill(); err != nil {
+			if err := toDisk(); err != nil {
 				return head.fail("spill to local disk", err)
 			}
-			for _, l := range lines {
-				if err := sp.add(l); err != nil {
-					return head.fail("spill to local disk", err)
-				}
+		}
+		if sp == nil {
+			// What this record adds to the group's memory: a new block (or
+			// its own, for a large record) and room for more slice headers,
+			// each twice (the batch's encoding copies it).
+			var need int64
+			large := len(line) > arenaChunk/4
+			switch {
+			case large:
+				need = 2 * int64(len(line))
+			case cap(chunk)-len(chunk) < len(line):
+				need = 2 * arenaChunk
 			}
-			lines, chunk = nil, nil
+			grow := 0
+			if len(lines) == cap(lines) {
+				grow = max(2*cap(lines), 1024) - cap(lines)
+				need += int64(grow) * 2 * sliceHeader
+			}
+			if need > 0 {
+				need = budget.fit(ctx, need, "a batch")
+			}
+			if need > 0 && !budget.tryAcquire(need) {
+				if held > 0 {
+					metricMemorySpills.Inc(ctx, 1)
+					if err := toDisk(); err != nil {
+						return head.fail("spill to local disk", err)
+					}
+				} else {
+					// The group's first reservation: wait for it, holding
+					// nothing.
+					if err := budget.acquire(ctx, need); err != nil {
+						return head.fail("wait for memory", err)
+					}
+					held += need
+				}
+			} else {
+				held += need
+			}
 		}
 		if sp != nil {
 			if err := sp.add(line); err != nil {
 				return head.fail("spill to local disk", err)
 			}
 			continue
+		}
+		if len(lines) == cap(lines) {
+			lines = slices.Grow(lines, max(2*cap(lines), 1024)-len(lines))
 		}
 		if len(line) > arenaChunk/4 {
 			lines = append(lines, append([]byte(nil), line...))
@@ -150,7 +228,12 @@ func gatherBatches(head batch, limit int64, values func(*[]byte) bool, failed fu
 	if err := sp.finish(); err != nil {
 		return head.fail("spill to local disk", err)
 	}
-	n := subBatchCount(total, limit)
+	budget.release(held) // the spill's write buffers
+	held = 0
+	n := 1
+	if total > limit {
+		n = subBatchCount(total, limit)
+	}
 	per := maxSubBatches / n
 	// Check every sub-batch before emitting any.
 	for j := 0; j < n; j++ {
@@ -165,17 +248,26 @@ func gatherBatches(head batch, limit int64, values func(*[]byte) bool, failed fu
 		}
 	}
 	for j := 0; j < n; j++ {
+		if sp.count(j*per, (j+1)*per) == 0 {
+			continue // no file is ever empty
+		}
+		// The sub-batch's records, their headers, its encoding and the
+		// read buffer; waited for holding nothing.
+		need := budget.fit(ctx, 2*sp.size(j*per, (j+1)*per)+2*sliceHeader*sp.count(j*per, (j+1)*per)+spillBufferSize, "a sub-batch")
+		if err := budget.acquire(ctx, need); err != nil {
+			return head.fail("wait for memory", err)
+		}
+		held = need
 		lines, err := sp.read(j*per, (j+1)*per)
 		if err != nil {
 			return head.fail("read spill files back", err)
-		}
-		if len(lines) == 0 {
-			continue // no file is ever empty
 		}
 		slices.SortFunc(lines, bytes.Compare)
 		b := head
 		b.SubBatch, b.SubBatches, b.Lines = j, n, lines
 		emit(b)
+		budget.release(held)
+		held = 0
 	}
 	return nil
 }
@@ -376,6 +468,7 @@ func appendString(b []byte, s string) []byte {
 // os.TempDir (TMPDIR); see removeStaleSpills. Failing to remove one is
 // logged, never fatal: it costs disk, not correctness.
 func (f *batchFn) Setup(ctx context.Context) error {
+	workerMemory.limit(f.MaxWorkerMemory)
 	removed, err := removeStaleSpills(os.TempDir(), time.Now())
 	for _, d := range removed {
 		log.Infof(ctx, "s3once sink: removed %s, the spill directory of a worker that died while it spilled", d)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/recoverable"
 )
 
 // A worker's DoFns share one S3 client and one committer per connection
@@ -72,6 +73,33 @@ type worker struct {
 	client    *s3.Client
 	committer *committer.Committer
 	throttle  *s3call.Throttle
+	// writers are the stream writers of the process's writer DoFns, one
+	// per stream options (see writer).
+	writers map[recoverable.Options]*recoverable.Writer
+}
+
+// writer returns the process's stream writer for o over w's client. The
+// writer DoFn's instances share it, and with it its pool of idle part
+// buffers (PartSize x (Concurrency + 1) at most), which the memory budget
+// holds for good from the writer's making: so the idle buffers of a
+// process are bounded by its stream options, not by how many DoFn
+// instances the runner made.
+func (w *worker) writer(o recoverable.Options, idle int64) (*recoverable.Writer, error) {
+	workersMu.Lock()
+	defer workersMu.Unlock()
+	if sw, ok := w.writers[o]; ok {
+		return sw, nil
+	}
+	sw, err := recoverable.NewWriter(w.client, o)
+	if err != nil {
+		return nil, err
+	}
+	if w.writers == nil {
+		w.writers = map[recoverable.Options]*recoverable.Writer{}
+	}
+	w.writers[o] = sw
+	workerMemory.hold(idle)
+	return sw, nil
 }
 
 // setUp is the Setup of every DoFn that talks to S3: it hands the process's

@@ -34,6 +34,10 @@ const (
 	// LatestOutputVersion is the output version a Config with OutputVersion
 	// 0 writes (see Config.OutputVersion).
 	LatestOutputVersion = 2
+	// DefaultMaxWorkerMemory is the default of Config.MaxWorkerMemory: half
+	// of a 2 GiB worker, leaving the rest to the runner, the SDK and the
+	// garbage collector's headroom.
+	DefaultMaxWorkerMemory = 1 << 30
 	// DefaultMaxBatchBytes is the default bound on the record bytes of one
 	// shard of one destination, window and pane.
 	DefaultMaxBatchBytes = 64 << 20
@@ -246,6 +250,20 @@ type Config struct {
 	// never holds more than one batch: to get larger files, raise
 	// MaxBatchBytes (and MaxFileBytes) or lower Shards.
 	MaxBatchBytes int64
+	// MaxWorkerMemory bounds the memory that the sink's batches, part
+	// buffers and Parquet row groups take together in one worker process,
+	// across every Write in it (a process whose Writes set different
+	// values keeps the smallest). A batch that does not fit waits or
+	// spills to local disk, and a batch the writer cannot take yet goes
+	// back to the runner for a while: nothing fails for lack of memory.
+	// Default DefaultMaxWorkerMemory (1 GiB, for a worker of 2 GiB); it
+	// must hold one batch: MaxBatchBytes twice (the batch and its
+	// encoding), or MaxBatchBytes with a file's part buffers (PartSize x
+	// (Concurrency + 1)) and, for Parquet, twice RowGroupBytes, whichever
+	// is more, plus one more file's part buffers (those a worker keeps for
+	// its next file). It changes no file's bytes. docs/configuration.md
+	// tells how to size a worker by it.
+	MaxWorkerMemory int64
 	// MaxFileBytes rolls a file before the record bytes it holds (before
 	// compression) would exceed it. Default MaxBatchBytes; at least 1 KiB,
 	// at most MaxBatchBytes. A single record larger than MaxFileBytes fails
@@ -344,6 +362,8 @@ type settings struct {
 	MaxBatchBytes   int64 `json:"maxBatchBytes,omitempty"`
 	MaxFileBytes    int64 `json:"maxFileBytes,omitempty"`
 	MaxFileRecords  int64 `json:"maxFileRecords,omitempty"`
+	// MaxWorkerMemory is Config.MaxWorkerMemory (membudget.go).
+	MaxWorkerMemory int64 `json:"maxWorkerMemory,omitempty"`
 
 	CheckpointBytes    int64         `json:"checkpointBytes,omitempty"`
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty"`
@@ -381,6 +401,7 @@ func (c Config) settings() (settings, error) {
 		connection: c.connection(),
 		Format:     c.Format, Compression: c.Compression,
 		Shards: c.Shards, TargetFileBytes: c.TargetFileBytes, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
+		MaxWorkerMemory: c.MaxWorkerMemory,
 		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
 		FinalizeCommit: c.FinalizeCommit,
 		PartSize:       c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
@@ -521,6 +542,14 @@ func (c Config) settings() (settings, error) {
 		// Its problems, without its own code: this error carries the
 		// configuration's.
 		bad("%s", strings.TrimPrefix(err.Error(), recoverable.ErrInvalidOptions.Error()+": "))
+	} else if batchOK {
+		if s.MaxWorkerMemory == 0 {
+			s.MaxWorkerMemory = DefaultMaxWorkerMemory
+		}
+		if need := s.batchMemory(); s.MaxWorkerMemory < need {
+			bad("MaxWorkerMemory %d cannot hold one batch with its files' buffers, which takes %d bytes (%s): raise MaxWorkerMemory to at least that, or lower MaxBatchBytes, PartSize or Concurrency",
+				s.MaxWorkerMemory, need, s.batchMemoryParts())
+		}
 	}
 
 	if len(problems) > 0 {
@@ -550,6 +579,7 @@ func (s settings) forWriter() settings {
 	w.MaxFileBytes, w.MaxFileRecords = s.MaxFileBytes, s.MaxFileRecords
 	w.CheckpointBytes, w.CheckpointInterval, w.ResumeDelay = s.CheckpointBytes, s.CheckpointInterval, s.ResumeDelay
 	w.PartSize, w.Concurrency, w.InlineTailMax = s.PartSize, s.Concurrency, s.InlineTailMax
+	w.MaxWorkerMemory = s.MaxWorkerMemory
 	return w
 }
 

@@ -61,7 +61,7 @@ func TestDoFnPayloads(t *testing.T) {
 	}
 	want := map[string][]string{
 		"encodeFn": {"destKind", "format", "maxFileBytes", "outputVersion", "pack", "shards"},
-		"batchFn":  {"maxBatchBytes", "shards"},
+		"batchFn":  {"maxBatchBytes", "maxWorkerMemory", "shards"},
 	}
 	for name, keys := range want {
 		m, ok := payloads[name]

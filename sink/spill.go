@@ -17,8 +17,13 @@ import (
 // shard is split into.
 const maxSubBatches = 64
 
-// spillBufferSize is the write buffer of each spill bucket.
-const spillBufferSize = 16 << 10
+// spillBufferSize is the write buffer of each spill bucket, and the read
+// buffer; a spill made when memory is short has buffers as small as
+// minSpillBuffer.
+const (
+	spillBufferSize = 16 << 10
+	minSpillBuffer  = 4 << 10
+)
 
 // Spill directories are named spillPrefix + a random suffix, in os.TempDir.
 // Each holds a lock file that its worker keeps locked (flock) for the
@@ -45,15 +50,17 @@ const unlockedSpillAge = 24 * time.Hour
 // length-prefixed (uvarint) records, in a directory of its own that the spill
 // keeps locked until it is removed.
 type spill struct {
-	dir   string
-	lock  *os.File
-	files [maxSubBatches]*os.File
-	bufs  [maxSubBatches]*bufio.Writer
-	sizes [maxSubBatches]int64 // record bytes, prefixes left out
-	tmp   [binary.MaxVarintLen64]byte
+	dir    string
+	lock   *os.File
+	files  [maxSubBatches]*os.File
+	bufs   [maxSubBatches]*bufio.Writer
+	sizes  [maxSubBatches]int64 // record bytes, prefixes left out
+	counts [maxSubBatches]int64 // records
+	tmp    [binary.MaxVarintLen64]byte
 }
 
-func newSpill() (*spill, error) {
+// newSpill makes a spill whose buckets have write buffers of bufSize bytes.
+func newSpill(bufSize int) (*spill, error) {
 	dir, err := os.MkdirTemp("", spillPrefix+"*")
 	if err != nil {
 		return nil, err
@@ -76,7 +83,7 @@ func newSpill() (*spill, error) {
 			return nil, err
 		}
 		sp.files[i] = f
-		sp.bufs[i] = bufio.NewWriterSize(f, spillBufferSize)
+		sp.bufs[i] = bufio.NewWriterSize(f, bufSize)
 	}
 	return sp, nil
 }
@@ -92,6 +99,7 @@ func (sp *spill) add(rec []byte) error {
 		return err
 	}
 	sp.sizes[i] += int64(len(rec))
+	sp.counts[i]++
 	return nil
 }
 
@@ -109,10 +117,15 @@ func (sp *spill) finish() error {
 	return nil
 }
 
-func (sp *spill) size(from, to int) int64 {
+// size is the record bytes of buckets [from, to), count their records.
+func (sp *spill) size(from, to int) int64 { return sum(sp.sizes[from:to]) }
+
+func (sp *spill) count(from, to int) int64 { return sum(sp.counts[from:to]) }
+
+func sum(v []int64) int64 {
 	var n int64
-	for _, s := range sp.sizes[from:to] {
-		n += s
+	for _, x := range v {
+		n += x
 	}
 	return n
 }

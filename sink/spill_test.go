@@ -58,7 +58,7 @@ func assertEmptyDir(t *testing.T, dir string) {
 	}
 }
 
-func gather(t *testing.T, recs [][]byte, limit int64) ([]batch, error) {
+func gatherRecords(t *testing.T, recs [][]byte, limit int64) ([]batch, error) {
 	t.Helper()
 	head := batch{Destination: "d", Window: "global", Pane: 0, Shard: 2, Shards: 4, SubBatches: 1}
 	var out []batch
@@ -96,7 +96,7 @@ func TestGatherSpills(t *testing.T) {
 		t.Fatalf("%d bytes make %d sub-batches; want 16", total, n)
 	}
 	split := func(in [][]byte) map[string]int {
-		out, err := gather(t, in, limit)
+		out, err := gatherRecords(t, in, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestGatherSpills(t *testing.T) {
 	}
 
 	// A group that fits is one batch, as before.
-	out, err := gather(t, recs[:100], limit)
+	out, err := gatherRecords(t, recs[:100], limit)
 	if err != nil || len(out) != 1 || out[0].SubBatches != 1 || len(out[0].Lines) != 100 {
 		t.Fatalf("small group: %d batches, %v", len(out), err)
 	}
@@ -151,7 +151,7 @@ func TestGatherSkewed(t *testing.T) {
 	const limit = 4 << 10
 	rec := []byte(strings.Repeat("same", 20) + "\n")
 	recs := slices.Repeat([][]byte{rec}, 3*limit/len(rec))
-	_, err := gather(t, recs, limit)
+	_, err := gatherRecords(t, recs, limit)
 	if err == nil || !strings.Contains(err.Error(), "too skewed to split") || !strings.Contains(err.Error(), "raise MaxBatchBytes") ||
 		!strings.Contains(err.Error(), `destination "d", window global, pane 0, shard 2 of 4`) {
 		t.Fatalf("gather = %v; want the skew error", err)
@@ -230,7 +230,7 @@ func TestGatherTooLarge(t *testing.T) {
 	for i := 0; i < 8000; i++ { // about 100 times limit
 		recs = append(recs, fmt.Appendf(nil, "record-%05d\n", i))
 	}
-	_, err := gather(t, recs, limit)
+	_, err := gatherRecords(t, recs, limit)
 	if err == nil || !strings.Contains(err.Error(), "too many for 64 sub-batches") || !strings.Contains(err.Error(), "raise Shards") {
 		t.Fatalf("gather = %v; want the too-large error", err)
 	}
@@ -254,7 +254,7 @@ func TestSpillHolderChild(t *testing.T) {
 	if os.Getenv(spillHolderEnv) == "" {
 		t.Skip("helper process of TestStaleSpillRemoved")
 	}
-	sp, err := newSpill()
+	sp, err := newSpill(spillBufferSize)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -386,7 +386,7 @@ func TestLiveSpillSurvives(t *testing.T) {
 	_, other := startSpillHolder(t)
 	age(t, other, 48*time.Hour)
 
-	mine, err := newSpill()
+	mine, err := newSpill(spillBufferSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestLiveSpillSurvives(t *testing.T) {
 
 	// A spill whose worker is gone, with its lock free, but younger than the
 	// age floor.
-	young, err := newSpill()
+	young, err := newSpill(spillBufferSize)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamruntime "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
@@ -23,7 +24,7 @@ func init() {
 	register.Emitter3[beam.EventTime, []byte, []byte]()
 	register.DoFn6x1[context.Context, beam.PaneInfo, beam.Window, []byte, func(*[]byte) bool, func(batch), error](&batchFn{})
 	register.Iter1[[]byte]()
-	register.Emitter1[batch]()
+	exec.RegisterEmitter(reflect.TypeFor[func(batch)](), newBatchEmitter)
 	register.DoFn4x2[context.Context, *sdf.LockRTracker, batch, func(pendingFile), sdf.ProcessContinuation, error](&writeFilesFn{})
 	register.DoFn5x2[context.Context, beam.BundleFinalization, *sdf.LockRTracker, batch, func(pendingFile), sdf.ProcessContinuation, error](&finalizingWriteFilesFn{})
 	register.Emitter1[pendingFile]()

@@ -64,18 +64,26 @@ type writeFilesFn struct {
 }
 
 func (f *writeFilesFn) Setup(ctx context.Context) error {
-	return f.S.setUp(ctx, func(c *committer.Committer, client s3API) error {
-		f.committer = c
-		return f.init(client)
-	})
+	workerMemory.limit(f.S.MaxWorkerMemory)
+	w, err := f.S.worker(ctx)
+	if err != nil {
+		return err
+	}
+	f.committer = w.committer
+	if f.writer, err = w.writer(f.S.streamOptions(), f.S.partBuffers()); err != nil {
+		return fmt.Errorf("s3once sink: %w", err)
+	}
+	return f.init(w.client)
 }
 
-// init readies the DoFn over client, with its own committer unless it has
-// one; tests call it directly.
+// init readies the DoFn over client, with its own stream writer and
+// committer unless it has them; tests call it directly.
 func (f *writeFilesFn) init(client s3API) error {
 	var err error
-	if f.writer, err = recoverable.NewWriter(client, f.S.streamOptions()); err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+	if f.writer == nil {
+		if f.writer, err = recoverable.NewWriter(client, f.S.streamOptions()); err != nil {
+			return fmt.Errorf("s3once sink: %w", err)
+		}
 	}
 	if f.committer == nil {
 		if f.committer, err = committer.New(client, committer.Options{}); err != nil {
@@ -190,6 +198,20 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	if rest.End > int64(len(b.Lines)) {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: restriction %v exceeds the batch's %d records", rest, len(b.Lines))
 	}
+	// The worker's memory budget (membudget.go): the batch, its file's part
+	// buffers and encoder, reserved whole before anything is written. When
+	// they do not fit, the batch goes back to the runner as it is (a
+	// checkpoint before its next record) to be resumed later.
+	size := recordBytes(b.Lines)
+	mem := workerMemory.fit(ctx, f.S.writerMemory(size, int64(len(b.Lines))), "a batch")
+	if !workerMemory.tryAcquire(mem) {
+		if err := armTracker(rt, rest); err != nil {
+			return sdf.StopProcessing(), err
+		}
+		metricMemoryDeferrals.Inc(ctx, 1)
+		return sdf.ResumeProcessingIn(deferDelay()), nil
+	}
+	defer workerMemory.release(mem)
 	w := &fileWriter{fn: f, ctx: ctx, b: &b, bf: bf, emit: emit,
 		index: rest.FileIndex, records: rest.FileRecords, bytes: rest.FileBytes}
 	defer w.dispose()
