@@ -99,7 +99,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 	if err := c.ensurePreflight(ctx, cr.Bucket, c.opts.StagingPrefix); err != nil {
 		return res, fail(op, cr, err, "")
 	}
-	if lookFirst || c.opts.AllowUnconditional {
+	if (lookFirst && !mutBlindCommit()) || c.opts.AllowUnconditional {
 		f, err := c.lookup(ctx, cr)
 		if err != nil {
 			return res, fail(op, cr, err, "")

@@ -10,5 +10,6 @@ import "time"
 func mutAbortOn409() bool { return false }
 
 func mutNoIfNoneMatch() bool { return false }
+func mutBlindCommit() bool   { return false }
 
 func mutSettle(window time.Duration) time.Duration { return window }

@@ -15,8 +15,13 @@ import (
 // mutAbortOn409: a 409 ConditionalRequestConflict aborts the token's upload.
 func mutAbortOn409() bool { return mutant.On(mutant.AbortOn409) }
 
-// mutNoIfNoneMatch: completions are sent without If-None-Match.
-func mutNoIfNoneMatch() bool { return mutant.On(mutant.NoIfNoneMatch) }
+// mutNoIfNoneMatch: completions are sent without If-None-Match (under
+// mutant.BlindCommit too).
+func mutNoIfNoneMatch() bool { return mutant.On(mutant.NoIfNoneMatch) || mutant.On(mutant.BlindCommit) }
+
+// mutBlindCommit: a commit after recovery completes without looking at the
+// key first.
+func mutBlindCommit() bool { return mutant.On(mutant.BlindCommit) }
 
 // mutSettle returns the settle window to use: SettleTimeout, or a few
 // seconds under mutant.ShortSettle.

@@ -30,10 +30,11 @@
 //     environment, as a Beam worker container on Flink); the output equals
 //     an embedded-runner run's, byte for byte.
 //   - TestWorkerKillLoop: on the same job server, the job's worker process
-//     is SIGKILLed at random moments and the job submitted again, under
-//     --timeout, until it succeeds; each attempt's kill and outcome
-//     (failure or timeout) is reported, and the files equal an
-//     uninterrupted run's.
+//     is SIGKILLed at random moments (or at a random completion, through
+//     the tap) and the job submitted again, under --timeout, until it
+//     succeeds; each attempt's kill and outcome (failure or timeout) is
+//     reported, the files equal an uninterrupted run's, and a file an
+//     attempt that died committed is never committed again.
 //   - TestThrottleStorm, TestThrottleBudgetExhausted: the batch example
 //     through a proxy that answers 503 SlowDown below the SDK's retryer
 //     (internal/testkit/slowdown): a 30 s storm costs time only; an endless one

@@ -158,9 +158,19 @@ func TestThrottleBudgetExhausted(t *testing.T) {
 	}
 	// The budget is per call: the error is one call's, naming its key,
 	// the answers it got and the budget that ended it, not the run's time.
+	// It also says how long that one call was throttled, from its first
+	// SlowDown answer to its last: no less than the budget.
 	msg := o.Stderr
-	if !regexp.MustCompile(`s3://[^ ]+/[^ ]+.*: [0-9]+ SlowDown answers, throttled past its budget of ` + regexp.QuoteMeta(budget.String())).MatchString(msg) {
-		t.Errorf("the throttled error is not one call's, ended by the per-call budget of %v:\n%s", budget, msg)
+	m := regexp.MustCompile(`s3://[^ ]+/[^ ]+.*: [0-9]+ SlowDown answers over ([0-9.a-zµ]+), throttled past its budget of ` + regexp.QuoteMeta(budget.String())).FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("the throttled error is not one call's, ended by the per-call budget of %v:\n%s", budget, msg)
+	}
+	waited, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("the throttled error's wait %q: %v", m[1], err)
+	}
+	if waited < budget {
+		t.Errorf("the call failed after being throttled for %v, before its budget of %v:\n%s", waited, budget, throttledMessage(msg))
 	}
 	noWrongObject(t, s3test.Objects(t, f.client, bucket, outPrefix+"/"), f.ref.objects)
 	t.Logf("in an endless storm with a budget of %v: %v after %d SlowDowns; %s", budget, o, inj.SlowDowns(), throttledMessage(o.Stderr))

@@ -50,10 +50,17 @@ const (
 	// call that fails once fails for good, however much of its attempts
 	// and budget is left.
 	DefaultRetryQuota
+	// BlindCommit: the committer completes an upload without looking at
+	// the key first and without If-None-Match, as a writer that trusts its
+	// own run would: a rerun completes again over the files an earlier
+	// attempt committed (the zombie overwrite of Kafka Connect's S3 sink,
+	// confluentinc/kafka-connect-storage-cloud #800, comes from the same
+	// trust).
+	BlindCommit
 )
 
 // All lists every bug, in the order of their values.
-var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota}
+var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota, BlindCommit}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -78,6 +85,8 @@ func (b Bug) String() string {
 		return "no-if-none-match"
 	case DefaultRetryQuota:
 		return "default-retry-quota"
+	case BlindCommit:
+		return "blind-commit"
 	}
 	return "bugs(mixed)"
 }

@@ -49,9 +49,11 @@ type ThrottledError struct {
 	// upload, if any.
 	Bucket, Key, UploadID string
 	// Budget is the budget that ran out; Answers the SlowDown answers
-	// the call got within it.
-	Budget  time.Duration
-	Answers int
+	// the call got within it; Throttled the time from the first of them
+	// to the last, which is at least Budget.
+	Budget    time.Duration
+	Answers   int
+	Throttled time.Duration
 	// Err is the last throttling answer.
 	Err error
 }
@@ -61,9 +63,9 @@ func (e *ThrottledError) Error() string {
 	if e.UploadID != "" {
 		target += " (upload " + e.UploadID + ")"
 	}
-	return fmt.Sprintf("%s %s: %s: %d SlowDown answers, throttled past its budget of %v; nothing a checkpoint references is lost: run the pipeline again to resume "+
+	return fmt.Sprintf("%s %s: %s: %d SlowDown answers over %v, throttled past its budget of %v; nothing a checkpoint references is lost: run the pipeline again to resume "+
 		"once fewer requests reach this prefix (fewer shards or workers, larger parts), or raise ThrottleBudget: %v",
-		e.Op, target, ErrThrottled, e.Answers, e.Budget, e.Err)
+		e.Op, target, ErrThrottled, e.Answers, e.Throttled.Round(time.Millisecond), e.Budget, e.Err)
 }
 
 // Unwrap gives ErrThrottled and the last answer.
@@ -268,10 +270,10 @@ func (a *throttleAnswer) Error() string { return a.err.Error() }
 func (a *throttleAnswer) Unwrap() error { return a.err }
 
 // exhausted is the error of the call once its budget ran out.
-func (a *throttleAnswer) exhausted(answers int) error {
+func (a *throttleAnswer) exhausted(answers int, throttled time.Duration) error {
 	a.throttle.exhausted.Add(1)
 	return &ThrottledError{Op: a.op, Bucket: a.target.Bucket, Key: a.target.Key, UploadID: a.target.UploadID,
-		Budget: a.throttle.budget, Answers: answers, Err: a.err}
+		Budget: a.throttle.budget, Answers: answers, Throttled: throttled, Err: a.err}
 }
 
 // isThrottleAnswer reports whether err is an answer that asks the client
@@ -365,8 +367,8 @@ func (c *throttledCall) note(err error) (again bool, final error) {
 		a.throttle.calls.Add(1)
 	}
 	c.answers++
-	if now.Sub(c.first) >= a.throttle.budget {
-		return false, a.exhausted(c.answers)
+	if d := now.Sub(c.first); d >= a.throttle.budget {
+		return false, a.exhausted(c.answers, d)
 	}
 	return true, nil
 }

@@ -135,6 +135,8 @@ func TestThrottleBudgetEnds(t *testing.T) {
 		t.Errorf("error does not wrap ErrThrottled: %v", err)
 	case te.Bucket != tc.bucket || te.Key != key || te.UploadID != *up.UploadId || te.Op != "UploadPart":
 		t.Errorf("typed error names %s s3://%s/%s upload %s", te.Op, te.Bucket, te.Key, te.UploadID)
+	case te.Throttled < budget || te.Throttled > took:
+		t.Errorf("the error says the call was throttled for %v: want at least its budget of %v and at most the %v it took", te.Throttled, budget, took)
 	}
 	if !errcode.Has(errors.New(err.Error()), errcode.Throttled) {
 		t.Errorf("message lacks %s: %v", errcode.Throttled.Token(), err)
