@@ -16,7 +16,10 @@ import (
 // Iceberg table stage's metadata writes): the standard chain with c's
 // region, static credentials and MaxAttempts on top, and c's request
 // settings (expected bucket owner, server-side encryption, SSE-C key,
-// object settings) on every call as middleware. The endpoint and
+// object settings) on every call as middleware; the sink's retryer (no
+// retry quota), its shared backoff for throttled calls, and a bound of
+// each HTTP attempt (s3call.BaseCallTimeout, 30 s), since no Policy wraps
+// those calls. The endpoint and
 // addressing are the other client's to set (Config.Endpoint,
 // Config.PathStyle). An SSE-C key is read where this runs.
 func (c Config) AWSConfig(ctx context.Context) (aws.Config, error) {
@@ -37,5 +40,8 @@ func (c Config) AWSConfig(ctx context.Context) (aws.Config, error) {
 	var so s3.Options
 	req.Apply(&so)
 	cfg.APIOptions = append(cfg.APIOptions, so.APIOptions...)
+	// The sink's retryer, shared backoff and attempt bound: the clients
+	// built from this configuration make calls that no Policy wraps.
+	s3call.NewThrottle(c.ThrottleBudget).ApplyConfig(&cfg, s3call.BaseCallTimeout)
 	return cfg, nil
 }

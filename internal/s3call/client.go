@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -130,6 +132,21 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 			so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
 	}}, o.Options...)...), nil
+}
+
+// ApplyConfig readies cfg for S3 clients that s3once does not build but
+// another library builds from it (iceberg-go's S3 file IO, for the table
+// stage): the retryer of NewClient's clients, without a retry quota, with
+// cfg's attempts; the throttle's shared backoff; and attemptTimeout as the
+// bound of each HTTP attempt, request and answer body together. Such a
+// client's calls carry no Policy, whose CallTimeout would bound each of
+// their attempts: this bound takes its place, and an attempt it ends is
+// retried like any broken connection, within the attempts.
+func (t *Throttle) ApplyConfig(cfg *aws.Config, attemptTimeout time.Duration) {
+	attempts := cfg.RetryMaxAttempts
+	cfg.Retryer = func() aws.Retryer { return newRetryer(attempts) }
+	cfg.APIOptions = append(cfg.APIOptions, t.install)
+	cfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(attemptTimeout)
 }
 
 // newRetryer is the SDK retryer of every client NewClient builds: the SDK's

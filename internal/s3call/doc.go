@@ -121,13 +121,13 @@
 //	                                                   1 s/MiB                                            empty file, 219.3 s at 8 MiB
 //	any call under a Policy, throttled     all         as above                SlowDown answers are      the row's worst case
 //	                                                                           not attempts              + ThrottleBudget (5 min)
-//	the Iceberg table stage's calls,       iceberg-go  none of its own: the    the SDK's retryer (3      the caller's context
-//	 through iceberg-go's S3 file IO:      (package    caller's context        attempts); a commit that
-//	 GetObject and HeadObject of table     icebergtable)                       conflicts is made again
-//	 metadata, manifest lists and                                              by the stage's loop, up
-//	 manifests; PutObject (a multipart                                         to 20 rounds
-//	 upload for a large one) of new ones
-//	 and of the run's commit marker;
+//	the Iceberg table stage's calls,       iceberg-go  30 s an attempt,        the sink's retryer (3     3 x 30 s + backoff;
+//	 through iceberg-go's S3 file IO:      (package    request and answer      attempts, no quota);      a throttled call up to
+//	 GetObject and HeadObject of table     iceberg-    body together           SlowDown through the      its ThrottleBudget;
+//	 metadata, manifest lists and          table)      (Throttle.              shared backoff; a commit  each commit round
+//	 manifests; PutObject (a multipart                 ApplyConfig)            that conflicts is made
+//	 upload for a large one) of new ones                                       again by the stage's
+//	 and of the run's commit marker;                                           loop, up to 20 rounds
 //	 DeleteObject of what a failed commit
 //	 wrote
 //
@@ -137,9 +137,12 @@
 // runs a committer with MaxAttempts 3 (--max-attempts) and bounds each
 // file's look-up, read-back included, as in its row, since the committer
 // bounds a read-back by its context alone. The Iceberg table stage's calls
-// are iceberg-go's, outside the committer: no Policy bounds them, so a
-// stalled call waits for the caller's context (give Commit one with a
-// deadline).
+// are iceberg-go's, outside the committer: no Policy wraps them, so the
+// configuration the stage hands iceberg-go (sink.Config.AWSConfig, through
+// Throttle.ApplyConfig) bounds each of their HTTP attempts at
+// BaseCallTimeout and gives them the sink's retryer and shared backoff; a
+// catalog's own calls (REST, Glue, SQL) are bounded by the caller's
+// context alone.
 //
 // # Listings
 //
