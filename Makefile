@@ -17,7 +17,17 @@ export S3ONCE_BIN := $(BIN)
 
 .PHONY: test tools vet run server bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
 
-tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO)
+# The independent Iceberg reader (icebergtable TestIndependentReader):
+# icebird and hyparquet from the npm registry, as package-lock.json pins
+# them, for the machine's Node.js.
+ICEBIRD := icebergtable/testdata/icebird/node_modules/icebird/package.json
+
+tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO) $(ICEBIRD)
+
+$(ICEBIRD): icebergtable/testdata/icebird/package-lock.json
+	command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	cd icebergtable/testdata/icebird && npm ci --no-audit --no-fund
+	touch $@
 
 $(VERSITYGW):
 	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
