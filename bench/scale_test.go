@@ -33,6 +33,12 @@ import (
 // from many samples.
 const scaleProfileRate = 64 << 10
 
+// scaleBudget is the scale pipeline's MaxWorkerMemory: low enough to bind
+// (without it, the sink held 708 MiB at 1e7 records and 4 shards, with
+// every ready shard's batch at once), above the 168 MiB one batch of the
+// default settings needs. sink-held-MiB must stay under it.
+const scaleBudget = 256 << 20
+
 // BenchmarkScalePipeline runs one sink.Write pipeline per operation on prism,
 // records of 99 bytes plus a newline, at each record count and shard count
 // the sub-benchmark names (records=N/shards=S; any values are accepted, so
@@ -87,7 +93,7 @@ func scalePipeline(b *testing.B, records, shards int) {
 		p, s := beam.NewPipelineWithRoot()
 		col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, beam.Impulse(s))
 		sink.Write(s, col, sink.Config{
-			Bucket: e.bucket, Prefix: prefix, Shards: shards,
+			Bucket: e.bucket, Prefix: prefix, Shards: shards, MaxWorkerMemory: scaleBudget,
 			Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
 			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
 		})

@@ -53,6 +53,7 @@ var plans = map[string]struct {
 		persistGroup("20x"),
 		recoverGroup("20x"),
 		pipelineGroup("records=100000", "records=1000000"),
+		floorGroup("records=100000", "records=1000000"),
 		parquetGroup("records=100000", "records=1000000"),
 		partitionCheckGroup("files=10000", "files=1000000"),
 	}},
@@ -73,6 +74,7 @@ var plans = map[string]struct {
 		persistGroup("5x"),
 		recoverGroup("5x"),
 		pipelineGroup("records=100000"),
+		floorGroup("records=100000"),
 		parquetGroup("records=100000"),
 		partitionCheckGroup("files=10000"),
 	}},
@@ -160,6 +162,27 @@ func pipelineGroup(records ...string) group {
 		name: "pipeline", bench: "BenchmarkPipeline",
 		dims:      [][]string{records, {"side=sink", "side=textio"}},
 		benchstat: [][]string{{"-col", "/side@(textio sink)"}},
+	}
+}
+
+// floorSides is the number of sides BenchmarkPipelineFloor runs in turns
+// (the bench package's floorSides).
+const floorSides = 4
+
+// floorGroup runs BenchmarkPipelineFloor: sink.Write (with and without
+// gzip) against the floor and the naive shuffle, in turns within each
+// process, 4 operations (each a pipeline of every side) a run, so that
+// every side takes each place in the order once.
+func floorGroup(records ...string) group {
+	times := map[string]string{}
+	for _, r := range records {
+		times[r] = "4x"
+	}
+	return group{
+		name: "floor", bench: "BenchmarkPipelineFloor",
+		dims:      [][]string{records},
+		times:     times,
+		benchstat: [][]string{{}},
 	}
 }
 
@@ -268,6 +291,22 @@ func checks() []check {
 	for _, records := range []string{"100000", "1000000"} {
 		p := "BenchmarkPipeline/records=" + records + "/side="
 		cs = append(cs, check{title: "sink.Write vs textio.Write (s3://), " + records + " records: records/s", base: p + "textio", test: p + "sink", unit: "sec/op", throughput: true, op: ">=", goal: 1.0})
+	}
+	for _, records := range []string{"100000", "1000000"} {
+		f := "BenchmarkPipelineFloor/records=" + records
+		// The goal is at 1e6 records; at 1e5 the runs are mostly the
+		// sink's fixed cost (preflight, marker, barrier, commits).
+		var op string
+		if records == "1000000" {
+			op = ">="
+		}
+		cs = append(cs,
+			check{title: "sink.Write vs the floor in turns, " + records + " records: records/s", test: f, unit: "sink/floor", inRun: true, op: op, goal: 0.4},
+			check{title: "sink.Write vs the naive shuffle in turns, " + records + " records: records/s", test: f, unit: "sink/shuffle", inRun: true},
+			check{title: "sink.Write with gzip vs the floor in turns, " + records + " records: records/s", test: f, unit: "sink-gzip/floor", inRun: true},
+			check{title: "sink.Write with gzip vs the naive shuffle in turns, " + records + " records: records/s", test: f, unit: "sink-gzip/shuffle", inRun: true},
+			check{title: "The naive shuffle vs the floor in turns, " + records + " records: records/s", test: f, unit: "shuffle/floor", inRun: true},
+		)
 	}
 	cs = append(cs,
 		check{title: "Partition check, 10^4 files over 100 partitions (information)", test: "BenchmarkPartitionCheck/files=10000", unit: "sec/op"},
