@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register.DoFn2x0[[]byte, func(string)](&floorGenerateFn{})
+	register.DoFn1x0[[]byte](&floorGenerateFn{})
 	register.DoFn2x0[string, func(uint64, string)](&shuffleKeyFn{})
 	register.DoFn2x0[uint64, func(*string) bool](&discardGroupFn{})
 	register.Emitter2[uint64, string]()
@@ -39,7 +39,7 @@ type floorGenerateFn struct {
 	Len     int `json:"len"`
 }
 
-func (f *floorGenerateFn) ProcessElement(_ []byte, _ func(string)) {
+func (f *floorGenerateFn) ProcessElement(_ []byte) {
 	buf := make([]byte, f.Len)
 	var n int64
 	for i := range f.Records {
