@@ -102,7 +102,10 @@ fuzz:
 # `make bench` takes about 20 minutes on 2 quiet cores (14 as measured
 # with three sides in turns; the uploader as a fourth adds about 50 s a
 # round; the runs in turns and the pipeline and Parquet sides at 1e6
-# records are most of it; far longer with other work running);
+# records are most of it; far longer with other work running), plus about
+# a minute and a half a round for the floor group (4 pipelines of each of
+# 4 sides at 1e5 and 1e6 records) and the table-commit group (1,000
+# snapshots set up, then 3 windows of 64 MiB), so about 40 minutes in all;
 # `make bench-quick` is a smoke run of a few minutes (fewer rounds, smaller
 # sizes).
 BENCH_OUT := bench-out
@@ -111,8 +114,10 @@ bench: $(VERSITYGW) $(BENCHSTAT)
 	mkdir -p $(BENCH_OUT)
 	$(GO) test -c -o $(BENCH_OUT)/bench.test ./bench
 	$(GO) test -c -o $(BENCH_OUT)/sink.test ./sink
+	$(GO) test -c -o $(BENCH_OUT)/icebergtable.test ./icebergtable
 	$(GO) run ./bench/cmd/benchrounds -plan full -bin $(BENCH_OUT)/bench.test -dir bench \
-		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -out $(BENCH_OUT) -benchstat $(BENCHSTAT)
+		-sinkbin $(BENCH_OUT)/sink.test -sinkdir sink -icebergbin $(BENCH_OUT)/icebergtable.test \
+		-icebergdir icebergtable -out $(BENCH_OUT) -benchstat $(BENCHSTAT)
 
 # The stream against its peers and both ceilings, in separate processes
 # and in turns within one, and its memory, in 12 rounds: about 33 minutes on 2

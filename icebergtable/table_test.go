@@ -126,7 +126,7 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event) []sink.FileR
 
 // catalogProps are the properties of a SQL catalog over a SQLite file,
 // its warehouse in the test's bucket on the test server.
-func catalogProps(t *testing.T, bucket string) iceberg.Properties {
+func catalogProps(t testing.TB, bucket string) iceberg.Properties {
 	return iceberg.Properties{
 		"type": "sql", "uri": "file:" + filepath.Join(t.TempDir(), "catalog.db"),
 		"sql.driver": "sqlite", "sql.dialect": "sqlite",
@@ -138,7 +138,7 @@ func catalogProps(t *testing.T, bucket string) iceberg.Properties {
 	}
 }
 
-func newCatalog(t *testing.T, bucket string) catalog.Catalog {
+func newCatalog(t testing.TB, bucket string) catalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Load(context.Background(), "s3once-test", catalogProps(t, bucket))
 	if err != nil {
@@ -147,7 +147,7 @@ func newCatalog(t *testing.T, bucket string) catalog.Catalog {
 	return cat
 }
 
-func openTable(t *testing.T, cat catalog.Catalog) *Table {
+func openTable(t testing.TB, cat catalog.Catalog) *Table {
 	t.Helper()
 	tbl, err := Open(context.Background(), cat, table.Identifier{"lake", "events"}, reflect.TypeFor[event](), "")
 	if err != nil {
@@ -157,7 +157,7 @@ func openTable(t *testing.T, cat catalog.Catalog) *Table {
 }
 
 // snapshots are the table's snapshots, oldest first.
-func snapshots(t *testing.T, cat catalog.Catalog) []table.Snapshot {
+func snapshots(t testing.TB, cat catalog.Catalog) []table.Snapshot {
 	t.Helper()
 	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"lake", "events"})
 	if err != nil {

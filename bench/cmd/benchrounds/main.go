@@ -23,6 +23,9 @@
 //	go test -c -o bench-out/sink.test ./sink
 //	go run ./bench/cmd/benchrounds ... -sinkbin bench-out/sink.test -sinkdir sink
 //
+// and the table commit's (package icebergtable, which links iceberg-go)
+// from its own, named by -icebergbin and run in -icebergdir.
+//
 // -plan scale runs the scale curve instead (make bench-scale; see scale.go):
 // -grid small or full.
 package main
@@ -54,6 +57,8 @@ func main() {
 	grid := flag.String("grid", "small", "with -plan scale: the grid, full or small (see scale.go)")
 	sinkBin := flag.String("sinkbin", "", "the test binary of package sink, for the plan's sink groups")
 	sinkDir := flag.String("sinkdir", "sink", "the folder the sink's test binary runs in")
+	icebergBin := flag.String("icebergbin", "", "the test binary of package icebergtable, for the plan's table groups")
+	icebergDir := flag.String("icebergdir", "icebergtable", "the folder the icebergtable test binary runs in")
 	flag.Parse()
 	err := errors.New("-bin is required")
 	if *bin != "" {
@@ -63,12 +68,15 @@ func main() {
 	if err == nil && *sinkBin != "" {
 		*sinkBin, err = filepath.Abs(*sinkBin)
 	}
+	if err == nil && *icebergBin != "" {
+		*icebergBin, err = filepath.Abs(*icebergBin)
+	}
 	switch {
 	case err != nil:
 	case *planName == "scale":
 		err = runScale(*bin, *dir, *out, *grid, *rounds)
 	default:
-		err = run(binaries{"": {*bin, *dir}, "sink": {*sinkBin, *sinkDir}}, *out, *planName, *rounds, *benchstat)
+		err = run(binaries{"": {*bin, *dir}, "sink": {*sinkBin, *sinkDir}, "icebergtable": {*icebergBin, *icebergDir}}, *out, *planName, *rounds, *benchstat)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrounds:", err)
@@ -90,7 +98,7 @@ func run(bins binaries, out, planName string, rounds int, benchstat string) erro
 	}
 	for _, g := range plan.groups {
 		if bins[g.pkg].path == "" {
-			return fmt.Errorf("the plan's group %s runs package %s's benchmarks: name its test binary (-sinkbin)", g.name, g.pkg)
+			return fmt.Errorf("the plan's group %s runs package %s's benchmarks: name its test binary (-sinkbin, -icebergbin)", g.name, g.pkg)
 		}
 	}
 	if rounds <= 0 {

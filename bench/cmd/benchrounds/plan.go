@@ -5,7 +5,7 @@ package main
 type group struct {
 	name  string     // file stem under the output folder
 	bench string     // the benchmark function
-	pkg   string     // the package of the benchmark: "" for bench, or "sink"
+	pkg   string     // the package of the benchmark: "" for bench, "sink" or "icebergtable"
 	dims  [][]string // sub-benchmark names, one list per level
 	// times gives the -benchtime of the runs whose path holds the key;
 	// the others run once ("1x").
@@ -56,6 +56,7 @@ var plans = map[string]struct {
 		floorGroup("records=100000", "records=1000000"),
 		parquetGroup("records=100000", "records=1000000"),
 		partitionCheckGroup("files=10000", "files=1000000"),
+		tableCommitGroup(),
 	}},
 	// The stream's checks alone (make bench-stream), in twice the full
 	// plan's rounds: its ratios against the ceiling sit near their goal, and
@@ -208,6 +209,18 @@ func partitionCheckGroup(files ...string) group {
 	}
 }
 
+// tableCommitGroup measures an Iceberg table commit against the writing
+// of its window's files (the icebergtable package's BenchmarkTableCommit):
+// 3 windows of 64 MiB a run, on a table with 1,000 earlier snapshots
+// (setting those up takes about a minute of each run).
+func tableCommitGroup() group {
+	return group{
+		name: "table", bench: "BenchmarkTableCommit", pkg: "icebergtable",
+		times:     map[string]string{"BenchmarkTableCommit": "3x"},
+		benchstat: [][]string{{}},
+	}
+}
+
 // A check is one line of the summary: a ratio between two benchmarks with
 // its interval, or a bound on one benchmark's values, and the goal it meets
 // or misses.
@@ -314,6 +327,10 @@ func checks() []check {
 		check{title: "Partition check, 10^4 files: CPU time (information)", test: "BenchmarkPartitionCheck/files=10000", unit: "cpu-sec/op"},
 		check{title: "Partition check, 10^6 files: CPU time (information)", test: "BenchmarkPartitionCheck/files=1000000", unit: "cpu-sec/op"},
 		check{title: "Partition check, 10^6 vs 10^4 files: time", base: "BenchmarkPartitionCheck/files=10000", test: "BenchmarkPartitionCheck/files=1000000", unit: "sec/op"},
+	)
+	cs = append(cs,
+		check{title: "Iceberg table commit vs writing its 64 MiB window, 1,000 earlier snapshots: time ratio", test: "BenchmarkTableCommit", unit: "commit/write", op: "<=", goal: 0.05},
+		check{title: "Iceberg table commit, 1,000 earlier snapshots: ms (information)", test: "BenchmarkTableCommit", unit: "commit-ms"},
 	)
 	for _, records := range []string{"100000", "1000000"} {
 		p := "BenchmarkParquetPipeline/records=" + records + "/side="

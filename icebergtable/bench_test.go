@@ -1,0 +1,149 @@
+package icebergtable
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/s3once/s3once/internal/testkit/s3test"
+	"github.com/s3once/s3once/sink"
+)
+
+func init() {
+	register.DoFn2x0[[]byte, func(event)](&eventGenFn{})
+	register.Emitter1[event]()
+}
+
+// eventGenFn emits N events from From on, each named with Pad
+// pseudo-random letters after its number, from one impulse.
+type eventGenFn struct {
+	From, N, Pad int
+}
+
+func (f *eventGenFn) ProcessElement(_ []byte, emit func(event)) {
+	base := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	pad := make([]byte, f.Pad)
+	for i := range f.N {
+		id := int64(f.From + i)
+		x := uint64(id)*0x9e3779b97f4a7c15 + 1
+		for j := range pad {
+			// Letters that snappy cannot shrink much: the files are
+			// about as large as the records.
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			pad[j] = 'a' + byte(x%26)
+		}
+		emit(event{ID: id, Name: fmt.Sprintf("event-%08d-%s", id, pad), At: base.Add(time.Duration(id) * time.Microsecond)})
+	}
+}
+
+// The table commit benchmark's sizes: earlierSnapshots snapshots before the
+// measured ones, windowEvents events of about eventBytes record bytes each
+// (64 MiB a window).
+const (
+	earlierSnapshots = 1000
+	eventPad         = 200
+	eventBytes       = 8 + 4 + 15 + eventPad + 8
+	windowEvents     = (64 << 20) / eventBytes
+)
+
+// BenchmarkTableCommit measures what appending a window to a table costs
+// against writing the window's files: each operation writes 64 MiB of
+// records (about 285,000 events) as Parquet with sink.Write on the embedded
+// runner into a run folder of its own, then commits them with Commit (one
+// snapshot), on a table that already has 1,000 snapshots, each one small
+// append, with manifest merging on (commit.manifest-merge.enabled=true, the
+// setting docs/engines.md gives for a long-lived table). The SQL catalog
+// over SQLite and the table's metadata live on the local server.
+//
+// Metrics: commit/write, the geometric mean of each operation's commit
+// time over its write time (goal: under 0.05); commit-ms and write-s, the
+// means; snapshots, the table's snapshots at the end.
+func BenchmarkTableCommit(b *testing.B) {
+	ctx := context.Background()
+	bucket := srv.Bucket(b)
+	cat := newCatalog(b, bucket)
+	tbl := openTable(b, cat)
+	loaded, err := cat.LoadTable(ctx, tbl.ident)
+	if err != nil {
+		b.Fatal(err)
+	}
+	txn := loaded.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{table.ManifestMergeEnabledKey: "true"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// The earlier snapshots: one small file each, committed as runs of
+	// their own (their files need not exist: a commit reads no data file).
+	for i := range earlierSnapshots {
+		run := fmt.Sprintf("earlier-%04d", i)
+		rb, prefix, err := tbl.RunFolder(run)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := sink.FileResult{Bucket: rb, Key: prefix + "/part-0.parquet", Bytes: 4096, Records: 100, Window: "global", SubBatches: 1}
+		if _, err := tbl.Commit(ctx, run, "global", []sink.FileResult{f}); err != nil {
+			b.Fatalf("earlier snapshot %d: %v", i, err)
+		}
+	}
+
+	var logs, commitSecs, writeSecs float64
+	var fileBytes int64
+	n := 0
+	for b.Loop() {
+		run := fmt.Sprintf("measured-%04d", n)
+		rb, prefix, err := tbl.RunFolder(run)
+		if err != nil {
+			b.Fatal(err)
+		}
+		token := fmt.Sprintf("%s/%s", b.Name(), run)
+		p, s := beam.NewPipelineWithRoot()
+		col := beam.ParDo(s, &eventGenFn{From: n * windowEvents, N: windowEvents, Pad: eventPad}, beam.Impulse(s))
+		out := sink.Write(s, col, sink.Config{
+			Bucket: rb, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
+			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet",
+		})
+		beam.ParDo0(s, &collectFn{Token: token}, out)
+		start := time.Now()
+		if err := ptest.Run(p); err != nil {
+			b.Fatal(err)
+		}
+		wrote := time.Since(start)
+		resultsMu.Lock()
+		rs := collected[token]
+		resultsMu.Unlock()
+		start = time.Now()
+		res, err := tbl.Commit(ctx, run, "global", rs)
+		committed := time.Since(start)
+		if err != nil || !res.Added {
+			b.Fatalf("commit %s: %+v, %v", run, res, err)
+		}
+		for _, r := range rs {
+			fileBytes += r.Bytes
+		}
+		logs += math.Log(committed.Seconds() / wrote.Seconds())
+		commitSecs += committed.Seconds()
+		writeSecs += wrote.Seconds()
+		n++
+	}
+	snaps := len(snapshots(b, cat))
+	if want := earlierSnapshots + n; snaps != want {
+		b.Fatalf("the table has %d snapshots, want %d", snaps, want)
+	}
+	b.ReportMetric(math.Exp(logs/float64(n)), "commit/write")
+	b.ReportMetric(1000*commitSecs/float64(n), "commit-ms")
+	b.ReportMetric(writeSecs/float64(n), "write-s")
+	b.ReportMetric(float64(fileBytes)/float64(n)/(1<<20), "file-MiB")
+	b.ReportMetric(float64(snaps), "snapshots")
+}
