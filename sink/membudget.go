@@ -291,15 +291,6 @@ func (m *memBudget) hold(n int64) {
 	m.pinned += n
 }
 
-// reset forgets the capacity and starts a new peak (tests: a test that
-// lowered the process's budget gives it back).
-func (m *memBudget) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.capacity, m.clamped, m.peak = 0, false, m.used
-	m.grant()
-}
-
 // batchEmitter is the Batch stage's emitter. The SDK's generated emitter
 // (register.Emitter1) keeps the element it last emitted in a field that it
 // reuses, so a DoFn instance that the runner keeps for later bundles holds
