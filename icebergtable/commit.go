@@ -96,6 +96,9 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, reco
 	if n := tbl.Properties().Get(table.CommitNumRetriesKey, "0"); n != "0" {
 		return nil, fmt.Errorf("s3once iceberg: the table %s sets %s=%s: iceberg-go would replay a failed commit without looking for the run again; set it to 0 (the table stage retries itself)", name, table.CommitNumRetriesKey, n)
 	}
+	if err := checkMetricsModes(tbl.Properties()); err != nil {
+		return nil, fmt.Errorf("s3once iceberg: the table %s: %w; set it to none, counts, full or truncate(N)", name, err)
+	}
 	t := &Table{cat: cat, ident: ident, schema: schema, location: tbl.Location(), aws: utils.GetAwsConfig(ctx)}
 	if t.bucket, t.path, err = splitS3(tbl.Location()); err != nil {
 		return nil, fmt.Errorf("s3once iceberg: the table %s: %w", name, err)
@@ -323,11 +326,13 @@ func filesDigest(files []sink.FileResult) string {
 }
 
 // dataFilesOf describes the files as Iceberg data files, from what the
-// sink reports of each: path, size and record count. (Column metrics are
-// not carried yet; readers then plan without them.)
+// sink reports of each: path, size and record count, and the metrics and
+// split offsets its writer kept of the file's footer (metricsOf). No file
+// is read back.
 func dataFilesOf(tbl *table.Table, files []sink.FileResult) ([]iceberg.DataFile, error) {
 	spec := tbl.Spec()
 	meta := tbl.Metadata()
+	schema := tbl.Schema()
 	// Format version 3 tracks row lineage: each file's rows take the next
 	// row ids of the table as this round reloaded it.
 	lineage := meta.Version() >= 3
@@ -337,6 +342,15 @@ func dataFilesOf(tbl *table.Table, files []sink.FileResult) ([]iceberg.DataFile,
 		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, "s3://"+f.Bucket+"/"+f.Key, iceberg.ParquetFile, nil, nil, nil, f.Records, f.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("s3once iceberg: describe s3://%s/%s as a data file: %w", f.Bucket, f.Key, err)
+		}
+		m, err := metricsOf(schema, tbl.Properties(), f.Footer)
+		if err != nil {
+			return nil, fmt.Errorf("s3once iceberg: the metrics of s3://%s/%s: %w", f.Bucket, f.Key, err)
+		}
+		b = b.ColumnSizes(m.sizes).ValueCounts(m.values).NullValueCounts(m.nulls).
+			LowerBoundValues(m.lower).UpperBoundValues(m.upper)
+		if len(f.Footer.RowGroupOffsets) > 0 {
+			b = b.SplitOffsets(f.Footer.RowGroupOffsets)
 		}
 		if lineage {
 			b = b.FirstRowID(nextRowID)

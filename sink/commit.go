@@ -42,6 +42,10 @@ type FileResult struct {
 	// CRC64NVME is the object's full-object CRC64NVME, which the commit
 	// verified. Output version 1's completion markers leave it out.
 	CRC64NVME uint64 `json:"crc64nvme,omitempty"`
+	// Footer is, for a Parquet file, what its footer records (row groups,
+	// and each column's sizes, counts and bounds); empty for the line
+	// formats. It is not in the manifests or the completion marker.
+	Footer ParquetFooter `json:"-"`
 }
 
 // Beam metrics, in the "s3once" namespace.

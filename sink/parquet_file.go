@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/minio/crc64nvme"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/s3once/s3once/internal/parquetrow"
 )
@@ -95,6 +96,9 @@ type parquetFile struct {
 
 	upload  string // the upload, while suspended
 	version int    // the output version
+
+	schema *parquet.Schema
+	footer ParquetFooter // what the footer records, once finished
 }
 
 // parquetOutput counts and checksums what the encoder writes, and passes it
@@ -140,6 +144,7 @@ func (p *parquetWriters) start(w io.Writer) *parquetFile {
 		val:      reflect.New(p.codec.Type()).Elem(),
 		settings: p.s,
 		version:  p.version,
+		schema:   p.schema,
 	}
 }
 
@@ -163,15 +168,10 @@ func (f *parquetFile) write(rec []byte) error {
 	return nil
 }
 
-// finish ends the open row group and writes the footer. In output version
-// 2 the footer's byte-array statistics are bounded first (boundFooterStats).
+// finish ends the open row group and writes the footer, and keeps what
+// the footer records (summarizeFooter). In output version 2 the footer's
+// byte-array statistics are bounded first (boundFooterStats).
 func (f *parquetFile) finish() error {
-	if f.version < 2 {
-		if err := f.pw.Close(); err != nil {
-			return fmt.Errorf("parquet: write footer: %w", err)
-		}
-		return nil
-	}
 	f.out.hold = &bytes.Buffer{}
 	err := f.pw.Close()
 	tail := f.out.hold.Bytes()
@@ -179,12 +179,19 @@ func (f *parquetFile) finish() error {
 	if err != nil {
 		return fmt.Errorf("parquet: write footer: %w", err)
 	}
-	if tail, err = boundFooterStats(tail, parquetStatBytes); err != nil {
-		return fmt.Errorf("parquet: bound the footer's statistics: %w", err)
+	var md *format.FileMetaData
+	if f.version < 2 {
+		_, md, err = readFooter(tail)
+	} else {
+		tail, md, err = boundFooterStats(tail, parquetStatBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("parquet: the footer's statistics: %w", err)
 	}
 	if _, err := f.out.Write(tail); err != nil {
 		return fmt.Errorf("parquet: write footer: %w", err)
 	}
+	f.footer = summarizeFooter(md, f.schema)
 	return nil
 }
 
@@ -295,6 +302,9 @@ func (b *parquetBody) finish() error {
 	}
 	return nil
 }
+
+// footer is what the finished file's footer records.
+func (b *parquetBody) footer() ParquetFooter { return b.f.footer }
 
 // leave suspends the encoder of a checkpointed file for a resume in this
 // instance.

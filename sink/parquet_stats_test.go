@@ -15,7 +15,15 @@ import (
 // through the writer's encoder, and returns the file.
 func encodeParquet(t testing.TB, version int, events []pqEvent) []byte {
 	t.Helper()
-	s := pqSettings(t, "bucket-a", "stats", func(c *Config) { c.OutputVersion = version; c.Parquet.RowGroupRecords = 2 })
+	_, b := writeParquet(t, version, 2, events)
+	return b
+}
+
+// writeParquet encodes events as one file of output version version, in
+// row groups of rowGroup records, and returns the encoder and the bytes.
+func writeParquet(t testing.TB, version int, rowGroup int64, events []pqEvent) (*parquetFile, []byte) {
+	t.Helper()
+	s := pqSettings(t, "bucket-a", "stats", func(c *Config) { c.OutputVersion = version; c.Parquet.RowGroupRecords = rowGroup })
 	p, err := newParquetWriters(s)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +41,7 @@ func encodeParquet(t testing.TB, version int, events []pqEvent) []byte {
 	if f.out.n != int64(out.Len()) {
 		t.Fatalf("the encoder counted %d bytes and wrote %d", f.out.n, out.Len())
 	}
-	return out.Bytes()
+	return f, out.Bytes()
 }
 
 // footerOf returns a file's footer length and its decoded metadata.
@@ -139,35 +147,6 @@ func TestParquetStatsBounded(t *testing.T) {
 	}
 }
 
-func TestBoundMinMax(t *testing.T) {
-	for _, tc := range []struct {
-		v, min, max string
-		ok          bool
-	}{
-		{"abc", "abc", "abc", true},
-		{"abcdefgh", "abcd", "abce", true},
-		{"abc\xff\xffxyz", "abc\xff", "abd", true},              // not UTF-8: bytewise
-		{"\xff\xff\xff\xff\xff", "\xff\xff\xff\xff", "", false}, // no max of 4 bytes
-		{"aéééé", "aé", "aê", true},                             // cut between characters: 'é' is two bytes
-		{"abc\u007fx", "abc\u007f", "abd", true},                // U+0080 takes two bytes: drop the U+007F, raise 'c'
-		{"a\U0010FFFFbc", "a", "b", true},                       // no character after U+10FFFF
-		{"\U0010FFFF\U0010FFFF", "\U0010FFFF", "", false},
-		{"\ud7ff\ud7ffx", "\ud7ff", "\ue000", true}, // past the surrogates
-		{"ab\ud7ffxx", "ab", "ac", true},            // U+D7FF: three bytes, past the limit
-	} {
-		const limit = 4
-		gotMin := string(boundMin([]byte(tc.v), limit))
-		gotMax, ok := boundMax([]byte(tc.v), limit)
-		wantMax := tc.max
-		if gotMin != tc.min || ok != tc.ok || (ok && string(gotMax) != wantMax) {
-			t.Errorf("%q: min %q, max %q (%v); want %q, %q (%v)", tc.v, gotMin, gotMax, ok, tc.min, wantMax, tc.ok)
-		}
-		if len(gotMin) > limit || len(gotMax) > limit || gotMin > tc.v || (ok && string(gotMax) < tc.v) {
-			t.Errorf("%q: [%q, %q] is not a bound of at most %d bytes", tc.v, gotMin, gotMax, limit)
-		}
-	}
-}
-
 // FuzzBoundFooterStats feeds the footer rewrite bytes that end like a
 // Parquet file: it returns an error or a file that still ends with the
 // magic, and never panics.
@@ -178,7 +157,7 @@ func FuzzBoundFooterStats(f *testing.F) {
 	events[0].Name = strings.Repeat("x", 300)
 	f.Add(encodeParquet(f, 1, events))
 	f.Fuzz(func(t *testing.T, tail []byte) {
-		got, err := boundFooterStats(tail, 8)
+		got, _, err := boundFooterStats(tail, 8)
 		if err == nil && !bytes.HasSuffix(got, []byte("PAR1")) {
 			t.Fatalf("the rewrite ends with %q", got[max(0, len(got)-4):])
 		}

@@ -694,7 +694,8 @@ func TestParquetAcrossCheckpoints(t *testing.T) {
 		})
 	}
 	ref := &runner{t: t, s: cfg("ref"), client: c, rng: rand.New(rand.NewPCG(0, 0)), plain: true}
-	ref.commitAll(ref.run(b))
+	refFiles := ref.run(b)
+	ref.commitAll(refFiles)
 	refObjs := relative(t, c, bucket, "ref")
 	if len(refObjs) != 1 {
 		t.Fatalf("the reference run wrote %d files; want 1", len(refObjs))
@@ -728,10 +729,17 @@ func TestParquetAcrossCheckpoints(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r.commitAll(r.run(b))
+			files := r.run(b)
+			r.commitAll(files)
 			objs := relative(t, c, bucket, tc.name)
 			if len(objs) != 1 {
 				t.Fatalf("%d files, want 1", len(objs))
+			}
+			// The footer's summary is the whole file's, however many
+			// resumes and replays its encoder went through.
+			if len(files) != 1 || len(refFiles) != 1 || len(files[0].Result.Footer.Columns) == 0 ||
+				!reflect.DeepEqual(files[0].Result.Footer, refFiles[0].Result.Footer) {
+				t.Errorf("the file's footer summary %+v differs from the uninterrupted run's %+v", files[0].Result.Footer, refFiles[0].Result.Footer)
 			}
 			if !bytes.Equal(objs[refKey], refObjs[refKey]) {
 				t.Fatalf("%s differs from the uninterrupted run (%d bytes vs %d)", refKey, len(objs[refKey]), len(refObjs[refKey]))
@@ -765,7 +773,7 @@ func TestParquetPipeline(t *testing.T) {
 	cfg.Format = "parquet"
 	cfg.Shards = 1
 	cfg.Parquet.RowGroupRecords = 250
-	Write(s, beam.CreateList(s, events), cfg)
+	collect(t, s, Write(s, beam.CreateList(s, events), cfg))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
@@ -775,5 +783,22 @@ func TestParquetPipeline(t *testing.T) {
 	}
 	for _, v := range objs {
 		checkParquetFile(t, v, sortedEvents(t, events), 3, LatestOutputVersion)
+	}
+	// The footer's summary reaches the pipeline through the runner's
+	// coders: its three row groups, and every column's records.
+	res := results(t)
+	if len(res) == 0 {
+		t.Fatal("no FileResult")
+	}
+	for _, r := range res {
+		f := r.Footer
+		if len(f.RowGroupOffsets) != 3 || len(f.Columns) == 0 {
+			t.Fatalf("%s: footer summary %+v; want 3 row groups and the columns", r.Key, f)
+		}
+		for _, c := range f.Columns {
+			if c.Path[0] == "ID" && (c.Values != int64(len(events)) || !c.HasBounds) {
+				t.Errorf("%s: column ID: %+v; want %d values, with bounds", r.Key, c, len(events))
+			}
+		}
 	}
 }

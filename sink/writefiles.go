@@ -463,10 +463,15 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 // runner has made the bundle's output durable.
 func (w *fileWriter) close() error {
 	w.seg = 0
-	err := w.body.finish()
+	body := w.body
+	err := body.finish()
 	w.body = nil
 	if err != nil {
 		return err
+	}
+	var footer ParquetFooter
+	if pb, ok := body.(*parquetBody); ok {
+		footer = pb.footer()
 	}
 	key := w.key()
 	cr, err := w.stream.CloseForCommit(w.ctx)
@@ -483,7 +488,7 @@ func (w *fileWriter) close() error {
 		Bucket: cr.Bucket, Key: key, Bytes: cr.Size(), Records: w.records,
 		Window: w.b.Window, Destination: w.b.Destination, Shard: w.b.Shard,
 		FileIndex: w.index, Pane: w.b.Pane, SubBatch: w.b.SubBatch, SubBatches: w.b.SubBatches,
-		CRC64NVME: cr.CRC(),
+		CRC64NVME: cr.CRC(), Footer: footer,
 	}
 	w.emit(pendingFile{Commit: enc, Result: res})
 	w.fn.registerCommit(w.bf, cr)
