@@ -34,6 +34,11 @@ type Config struct {
 	// Record is the record type the sink wrote (a struct); the table's
 	// schema must be its (SchemaOf).
 	Record reflect.Type
+	// Partition is the table's partition spec (none: not partitioned): a
+	// new table gets it, an existing one must have it. The sink's
+	// Destination must then return PartitionPath(Partition, record), so
+	// that each file holds one partition; a file that does not is refused.
+	Partition []PartitionField
 	// Sink is the sink's configuration: the stage reaches S3 with its
 	// region, credentials, retry attempts and request settings (see
 	// WithS3); its other fields are not used.
@@ -53,7 +58,9 @@ func (c Config) check() error {
 	}
 	if c.Record == nil {
 		problems = append(problems, "Record (the struct type the sink writes) is required")
-	} else if _, _, err := SchemaOf(c.Record); err != nil {
+	} else if schema, _, err := SchemaOf(c.Record); err != nil {
+		problems = append(problems, err.Error())
+	} else if _, err := partitionSpec(schema, c.Partition); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if len(c.CatalogProperties) == 0 {
@@ -92,7 +99,7 @@ func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection
 	grouped := beam.GroupByKey(s, keyed)
 	return beam.ParDo(s, &appendFn{
 		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties,
-		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, S3: routeOf(cfg.Sink),
+		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, Partition: cfg.Partition, S3: routeOf(cfg.Sink),
 	}, grouped)
 }
 
@@ -105,6 +112,7 @@ type appendFn struct {
 	Table             string            `json:"table"`
 	RunID             string            `json:"runID"`
 	Record            beam.EncodedType  `json:"record"`
+	Partition         []PartitionField  `json:"partition,omitempty"`
 	S3                s3Route           `json:"s3"`
 
 	tbl *Table
@@ -120,7 +128,7 @@ func (f *appendFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.tbl, err = Open(ctx, cat, cfg.Identifier(), f.Record.T, "")
+	f.tbl, err = Open(ctx, cat, cfg.Identifier(), f.Record.T, "", f.Partition...)
 	return err
 }
 

@@ -73,25 +73,34 @@ type Table struct {
 // Open loads the table, creating it from the record type's schema
 // (SchemaOf) at location (an s3:// URI; "" lets the catalog choose) if it
 // is missing. The AWS configuration in ctx (WithS3) reaches iceberg-go's
-// S3 file IO, here and in Commit. A table whose schema is not the record type's is refused. A
+// S3 file IO, here and in Commit. A table whose schema is not the record
+// type's is refused. A new table is partitioned by partition (none: not
+// partitioned); a table partitioned otherwise is refused. A
 // new table gets commit.retry.num-retries=0: the commit loop here is the
 // only one (see Commit), and a table that asks iceberg-go to retry is
 // refused.
-func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, record reflect.Type, location string) (*Table, error) {
+func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, record reflect.Type, location string, partition ...PartitionField) (*Table, error) {
 	schema, version, err := SchemaOf(record)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := partitionSpec(schema, partition)
 	if err != nil {
 		return nil, err
 	}
 	name := strings.Join(ident, ".")
 	tbl, err := cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		tbl, err = create(ctx, cat, ident, schema, version, location)
+		tbl, err = create(ctx, cat, ident, schema, spec, version, location)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("s3once iceberg: open the table %s: %w", name, err)
 	}
 	if diff := sameSchema(tbl.Schema(), schema); diff != "" {
 		return nil, fmt.Errorf("%w: the table %s does not match the record type %v: %s; write to a table made from this type, or change the type to the table's", ErrSchema, name, record, diff)
+	}
+	if diff := sameSpec(tbl.Spec(), tbl.Schema(), partition); diff != "" {
+		return nil, fmt.Errorf("%w: the table %s: %s; give Open (or Config.Partition) the table's partition fields, or write to another table", ErrPartition, name, diff)
 	}
 	if n := tbl.Properties().Get(table.CommitNumRetriesKey, "0"); n != "0" {
 		return nil, fmt.Errorf("s3once iceberg: the table %s sets %s=%s: iceberg-go would replay a failed commit without looking for the run again; set it to 0 (the table stage retries itself)", name, table.CommitNumRetriesKey, n)
@@ -106,7 +115,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, reco
 	return t, nil
 }
 
-func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, schema *iceberg.Schema, version int, location string) (*table.Table, error) {
+func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, schema *iceberg.Schema, spec iceberg.PartitionSpec, version int, location string) (*table.Table, error) {
 	if ns := catalog.NamespaceFromIdent(ident); len(ns) > 0 {
 		exists, err := cat.CheckNamespaceExists(ctx, ns)
 		if err != nil {
@@ -121,7 +130,7 @@ func create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc
 	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{
 		table.PropertyFormatVersion: strconv.Itoa(version),
 		table.CommitNumRetriesKey:   "0",
-	})}
+	}), catalog.WithPartitionSpec(&spec)}
 	if location != "" {
 		opts = append(opts, catalog.WithLocation(location))
 	}
@@ -339,7 +348,11 @@ func dataFilesOf(tbl *table.Table, files []sink.FileResult) ([]iceberg.DataFile,
 	nextRowID := meta.NextRowID()
 	out := make([]iceberg.DataFile, 0, len(files))
 	for _, f := range files {
-		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, "s3://"+f.Bucket+"/"+f.Key, iceberg.ParquetFile, nil, nil, nil, f.Records, f.Bytes)
+		part, logical, err := partitionOf(spec, schema, f)
+		if err != nil {
+			return nil, err
+		}
+		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, "s3://"+f.Bucket+"/"+f.Key, iceberg.ParquetFile, part, logical, nil, f.Records, f.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("s3once iceberg: describe s3://%s/%s as a data file: %w", f.Bucket, f.Key, err)
 		}

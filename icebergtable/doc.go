@@ -11,6 +11,16 @@
 // the record type (SchemaOf) if missing; a table of another schema is
 // refused.
 //
+// A table may be partitioned by identity, day and hour transforms of the
+// record's columns (PartitionField): the sink's Destination returns each
+// record's PartitionPath, so that each file holds one partition, and
+// Commit parses each file's destination into its partition value and
+// refuses a file whose column bounds reach outside it. Each data file
+// carries Iceberg's column metrics (sizes, value and null counts, bounds
+// under the table's metrics modes) and split offsets, taken from the
+// footer the sink's writer wrote (sink.FileResult.Footer), never by
+// reading the file back.
+//
 // Catalogs are iceberg-go's: the SQL catalog over SQLite (this package
 // imports the pure-Go driver modernc.org/sqlite, driver name "sqlite") for
 // one machine, REST or Glue for clusters. docs/engines.md, "Writing to an

@@ -96,8 +96,9 @@ func init() {
 }
 
 // writeRun writes the records as one run into the table's run folder with
-// sink.Write on the embedded runner and returns its FileResults.
-func writeRun(t *testing.T, tbl *Table, runID string, recs []event) []sink.FileResult {
+// sink.Write on the embedded runner and returns its FileResults; edits
+// change the sink's settings first.
+func writeRun(t *testing.T, tbl *Table, runID string, recs []event, edits ...func(*sink.Config)) []sink.FileResult {
 	t.Helper()
 	bucket, prefix, err := tbl.RunFolder(runID)
 	if err != nil {
@@ -106,11 +107,15 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event) []sink.FileR
 	token := fmt.Sprintf("%s/%s/%d", t.Name(), runID, time.Now().UnixNano())
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, recs)
-	out := sink.Write(s, col, sink.Config{
+	cfg := sink.Config{
 		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
 		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
 		Format: "parquet", Shards: 3,
-	})
+	}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	out := sink.Write(s, col, cfg)
 	beam.ParDo0(s, &collectFn{Token: token}, out)
 	if err := ptest.Run(p); err != nil {
 		t.Fatalf("run %s: %v", runID, err)

@@ -47,7 +47,7 @@ func openIceberg(ctx context.Context, endpoint, data, bucket string, o options) 
 	if st.cat, err = st.cfg.LoadCatalog(ctx); err != nil {
 		return nil, err
 	}
-	if st.tbl, err = icebergtable.Open(ctx, st.cat, st.cfg.Identifier(), st.cfg.Record, ""); err != nil {
+	if st.tbl, err = icebergtable.Open(ctx, st.cat, st.cfg.Identifier(), st.cfg.Record, "", st.cfg.Partition...); err != nil {
 		return nil, err
 	}
 	return st, nil
