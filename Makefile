@@ -17,16 +17,24 @@ export S3ONCE_BIN := $(BIN)
 
 .PHONY: test tools vet run server bench bench-stream bench-quick bench-scale fuzz soak explore clean test-aws
 
-# The independent Iceberg reader (icebergtable TestIndependentReader):
-# icebird and hyparquet from the npm registry, as package-lock.json pins
-# them, for the machine's Node.js.
-ICEBIRD := icebergtable/testdata/icebird/node_modules/icebird/package.json
+# The independent readers (icebergtable TestIndependentReader,
+# TestDuckDBReadsDataFiles): icebird and hyparquet, and DuckDB's Node client
+# with its platform binary, from the npm registry as package-lock.json pins
+# them, for the machine's Node.js. One npm ci installs both; the second
+# stamp only reinstalls when its package alone has gone missing.
+READERS_DIR := icebergtable/testdata/icebird
+ICEBIRD := $(READERS_DIR)/node_modules/icebird/package.json
+DUCKDB := $(READERS_DIR)/node_modules/@duckdb/node-api/package.json
 
-tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO) $(ICEBIRD)
+tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO) $(ICEBIRD) $(DUCKDB)
 
-$(ICEBIRD): icebergtable/testdata/icebird/package-lock.json
+$(ICEBIRD): $(READERS_DIR)/package.json $(READERS_DIR)/package-lock.json
 	command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
-	cd icebergtable/testdata/icebird && npm ci --no-audit --no-fund
+	cd $(READERS_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+$(DUCKDB): $(ICEBIRD)
+	test -f $@ || (cd $(READERS_DIR) && npm ci --no-audit --no-fund)
 	touch $@
 
 $(VERSITYGW):

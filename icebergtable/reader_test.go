@@ -16,14 +16,16 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// readerDir holds the independent reader: a Node program over icebird
-// (which reads Iceberg metadata, manifest lists and manifests itself) and
-// hyparquet (its Parquet reader), installed by make tools with npm ci. Two
-// wrappers stand between icebird and its libraries (hooks.mjs): Node's raw
-// inflate for Avro's deflate blocks, which hyparquet-compressors misreads,
-// and nanosecond timestamps as integers, which hyparquet would cut to a
-// millisecond Date. The objects are read from the test server's data
-// folder (icebird fetches only from AWS's host names).
+// readerDir holds the independent readers, Node programs over packages
+// that make tools installs with npm ci. read.mjs reads a whole table with
+// icebird (which reads Iceberg metadata, manifest lists and manifests
+// itself) and hyparquet (its Parquet reader). Two wrappers stand between
+// icebird and its libraries (hooks.mjs): Node's raw inflate for Avro's
+// deflate blocks, which hyparquet-compressors misreads, and nanosecond
+// timestamps as integers, which hyparquet would cut to a millisecond Date.
+// The objects are read from the test server's data folder (icebird fetches
+// only from AWS's host names). duckdb.mjs reads data files with DuckDB
+// (duckdb_test.go).
 const readerDir = "testdata/icebird"
 
 // TestIndependentReader: icebird, an Iceberg reader that shares no code
@@ -32,16 +34,23 @@ const readerDir = "testdata/icebird"
 // value as written: the ID, the name, the optional note (null where it was
 // nil) and the nanosecond timestamp, to the nanosecond.
 func TestIndependentReader(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node: %v (the independent reader runs on Node.js)", err)
+	node := readerNode(t, "icebird")
+	recs, res, loaded := committedRun(t)
+	out := runReader(t, "icebird", node, "--import", "./hooks.mjs", "read.mjs", loaded.Location(), path.Base(loaded.MetadataLocation()), srv.Root())
+	n := checkRows(t, "icebird", out, recs, time.Nanosecond)
+	if t.Failed() {
+		return
 	}
-	if _, err := os.Stat(filepath.Join(readerDir, "node_modules", "icebird", "package.json")); err != nil {
-		t.Fatalf("the reader's packages are not installed (run make tools, which runs npm ci in icebergtable/%s): %v", readerDir, err)
-	}
+	t.Logf("icebird read snapshot %d (%d files) from %s: %d records, each once, every value as written", res.SnapshotID, res.Files, path.Base(loaded.MetadataLocation()), n)
+}
+
+// committedRun writes 1,500 records with sink.Write, commits them to a new
+// table, and returns the records, the commit's result and the table as the
+// catalog loads it afterwards.
+func committedRun(t *testing.T) ([]event, Result, *table.Table) {
+	t.Helper()
 	ctx := context.Background()
-	bucket := srv.Bucket(t)
-	cat := newCatalog(t, bucket)
+	cat := newCatalog(t, srv.Bucket(t))
 	tbl := openTable(t, cat)
 	recs := events(0, 1500)
 	res, err := tbl.Commit(ctx, "2024-06-01", "global", writeRun(t, tbl, "2024-06-01", recs))
@@ -52,18 +61,47 @@ func TestIndependentReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return recs, res, loaded
+}
 
-	cmd := exec.Command(node, "--import", "./hooks.mjs", "read.mjs", loaded.Location(), path.Base(loaded.MetadataLocation()), srv.Root())
+// readerNode returns the node executable for a reader in readerDir that
+// runs on the npm package pkg, and fails the test, naming the fix, when
+// Node.js or the package is not installed.
+func readerNode(t *testing.T, pkg string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node: %v (the independent readers run on Node.js; run make tools)", err)
+	}
+	if _, err := os.Stat(filepath.Join(readerDir, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
+		t.Fatalf("the reader's package %s is not installed (run make tools, which runs npm ci in icebergtable/%s): %v", pkg, readerDir, err)
+	}
+	return node
+}
+
+// runReader runs node with args in readerDir and returns what it printed;
+// if it fails, the test fails with what it said on stderr.
+func runReader(t *testing.T, reader, node string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(node, args...)
 	cmd.Dir = readerDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("icebird: %v\n%s", err, stderr.String())
+		t.Fatalf("%s: %v\n%s", reader, err, stderr.String())
 	}
+	return out
+}
 
-	// A row as icebird gives it: 64-bit integers as decimal strings (they
-	// are BigInts in JavaScript), a timestamp as icebird decodes it.
+// checkRows checks the rows an independent reader printed, one JSON object
+// a line with the keys ID, Name, At and Note, against the records written:
+// every record read once, and every value as written, the timestamp cut
+// to the reader's grain (time.Nanosecond for a reader that keeps every
+// digit). 64-bit integers may come as decimal strings (JavaScript's
+// BigInts). It returns the number of records read.
+func checkRows(t *testing.T, reader string, out []byte, recs []event, grain time.Duration) int {
+	t.Helper()
 	type row struct {
 		ID   json.RawMessage
 		Name string
@@ -80,34 +118,34 @@ func TestIndependentReader(t *testing.T) {
 	for sc.Scan() {
 		var r row
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("icebird's row %s: %v", sc.Bytes(), err)
+			t.Fatalf("%s's row %s: %v", reader, sc.Bytes(), err)
 		}
 		id, err := strconv.ParseInt(unquote(r.ID), 10, 64)
 		if err != nil {
-			t.Fatalf("icebird's row %s: ID: %v", sc.Bytes(), err)
+			t.Fatalf("%s's row %s: ID: %v", reader, sc.Bytes(), err)
 		}
 		want, ok := byID[id]
 		switch {
 		case !ok:
-			t.Fatalf("icebird read ID %d, which no record has", id)
+			t.Fatalf("%s read ID %d, which no record has", reader, id)
 		case seen[id]:
-			t.Fatalf("icebird read ID %d twice", id)
+			t.Fatalf("%s read ID %d twice", reader, id)
 		}
 		seen[id] = true
 		if r.Name != want.Name || (r.Note == nil) != (want.Note == nil) || (r.Note != nil && *r.Note != *want.Note) {
-			t.Errorf("ID %d: icebird read name %q, note %v; want %q, %v", id, r.Name, deref(r.Note), want.Name, deref(want.Note))
+			t.Errorf("ID %d: %s read name %q, note %v; want %q, %v", id, reader, r.Name, deref(r.Note), want.Name, deref(want.Note))
 		}
-		if at, err := readTime(r.At); err != nil || !at.Equal(want.At) {
-			t.Errorf("ID %d: icebird read the timestamp %s (%v, err %v); want %v", id, r.At, at, err, want.At)
+		if at, err := readTime(r.At); err != nil || !at.Equal(want.At.Truncate(grain)) {
+			t.Errorf("ID %d: %s read the timestamp %s (%v, err %v); want %v", id, reader, r.At, at, err, want.At.Truncate(grain))
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if len(seen) != len(recs) {
-		t.Fatalf("icebird read %d records of %d", len(seen), len(recs))
+		t.Fatalf("%s read %d records of %d", reader, len(seen), len(recs))
 	}
-	t.Logf("icebird read snapshot %d (%d files) from %s: %d records, each once, every value as written", res.SnapshotID, res.Files, path.Base(loaded.MetadataLocation()), len(seen))
+	return len(seen)
 }
 
 func unquote(m json.RawMessage) string {
@@ -125,7 +163,7 @@ func deref(s *string) any {
 	return *s
 }
 
-// readTime reads a timestamp as icebird gives it: nanoseconds since the
+// readTime reads a timestamp as a reader gives it: nanoseconds since the
 // epoch (a BigInt, printed as a decimal string), or an ISO 8601 string.
 func readTime(m json.RawMessage) (time.Time, error) {
 	s := unquote(m)
