@@ -81,26 +81,39 @@ func (c Config) LoadCatalog(ctx context.Context) (catalog.Catalog, error) {
 	return cat, nil
 }
 
-// Append commits a run's files, sink.Write's output, to the table: one
-// snapshot per window (for bounded input in the global window, one per
-// run), after every file of the window is committed in S3. It returns a
-// PCollection of the Result of each window's commit.
+// Append commits a run's files to the table: one snapshot per window (for
+// bounded input in the global window, one per run), after every file of the
+// window is committed in S3. It returns a PCollection of the Result of each
+// window's commit.
 //
-// The results are grouped by window with a GroupByKey, which fires with the
-// input's trigger: keep the default trigger (one pane per window, at its
-// end), since a later pane of the same window with more files is refused as
-// a changed run.
+// results is either sink.WriteWindows' windows (PCollection<WindowFiles>)
+// or sink.Write's files (PCollection<FileResult>). Prefer the windows: each
+// comes once per window, after the window's partition manifests are
+// written, at its expiry for unbounded input, whatever the input's trigger
+// and however many panes it fired (late data beyond the allowed lateness is
+// dropped by Beam and counted by the sink). Files are grouped here by
+// window with a GroupByKey, which fires with the input's trigger: keep the
+// default trigger then (one pane per window, at its end), since a later
+// pane of the same window with more files is refused as a changed run.
 func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection {
 	s = s.Scope("icebergtable.Append")
 	if err := cfg.check(); err != nil {
 		panic(err) // pipeline construction: Beam's transforms panic on bad arguments
 	}
-	keyed := beam.ParDo(s, keyByWindow, results)
-	grouped := beam.GroupByKey(s, keyed)
-	return beam.ParDo(s, &appendFn{
+	fn := appendFn{
 		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties,
 		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, Partition: cfg.Partition, S3: routeOf(cfg.Sink),
-	}, grouped)
+	}
+	switch t := results.Type().Type(); t {
+	case reflect.TypeFor[sink.WindowFiles]():
+		return beam.ParDo(s, &appendWindowFn{appendFn: fn}, results)
+	case reflect.TypeFor[sink.FileResult]():
+		keyed := beam.ParDo(s, keyByWindow, results)
+		grouped := beam.GroupByKey(s, keyed)
+		return beam.ParDo(s, &fn, grouped)
+	default:
+		panic(fmt.Errorf("s3once iceberg: Append takes sink.WriteWindows' windows or sink.Write's files, not a PCollection of %v", t))
+	}
 }
 
 func keyByWindow(r sink.FileResult) (string, sink.FileResult) { return r.Window, r }
@@ -146,7 +159,22 @@ func (f *appendFn) ProcessElement(ctx context.Context, window string, files func
 	return nil
 }
 
+// appendWindowFn commits each complete window (sink.WindowFiles).
+type appendWindowFn struct {
+	appendFn
+}
+
+func (f *appendWindowFn) ProcessElement(ctx context.Context, w sink.WindowFiles, emit func(Result)) error {
+	res, err := f.tbl.Commit(ctx, f.RunID, w.Window, w.Files)
+	if err != nil {
+		return err
+	}
+	emit(res)
+	return nil
+}
+
 func init() {
+	register.DoFn3x1[context.Context, sink.WindowFiles, func(Result), error](&appendWindowFn{})
 	register.Function1x2(keyByWindow)
 	register.DoFn4x1[context.Context, string, func(*sink.FileResult) bool, func(Result), error](&appendFn{})
 	register.Emitter1[Result]()

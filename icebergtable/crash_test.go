@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -43,28 +42,16 @@ func TestChildPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	props := iceberg.Properties(crashCatalogProps(os.Getenv(childBucket), os.Getenv(childCatalog)))
-	cfg := Config{CatalogName: "crash", CatalogProperties: props, Table: "lake.events", RunID: "crash-run", Record: reflect.TypeFor[event]()}
-	cat, err := cfg.LoadCatalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := Open(ctx, cat, cfg.Identifier(), cfg.Record, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket, prefix, err := tbl.RunFolder(cfg.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stageRun(t, "crash", props, "crash-run")
+	cfg, bucket, prefix := st.cfg, st.bucket, st.prefix
 	p, s := beam.NewPipelineWithRoot()
-	files := sink.Write(s, beam.CreateList(s, events(0, n)), sink.Config{
+	_, windows := sink.WriteWindows(s, beam.CreateList(s, events(0, n)), sink.Config{
 		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
 		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 3,
 		CheckpointBytes: 16 << 10,
 	})
-	Append(s, files, cfg)
+	Append(s, windows, cfg)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}

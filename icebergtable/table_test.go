@@ -152,6 +152,34 @@ func newCatalog(t testing.TB, bucket string) catalog.Catalog {
 	return cat
 }
 
+// runStage is what a pipeline's table stage needs: its Config, the
+// catalog and table it loads, and the run's folder, for the sink.
+type runStage struct {
+	cfg            Config
+	cat            catalog.Catalog
+	tbl            *Table
+	bucket, prefix string
+}
+
+// stageRun loads the catalog cfg names (table lake.events, records of type
+// event), opens the table and finds the run's folder.
+func stageRun(t testing.TB, name string, props iceberg.Properties, runID string) runStage {
+	t.Helper()
+	ctx := context.Background()
+	st := runStage{cfg: Config{CatalogName: name, CatalogProperties: props, Table: "lake.events", RunID: runID, Record: reflect.TypeFor[event]()}}
+	var err error
+	if st.cat, err = st.cfg.LoadCatalog(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.tbl, err = Open(ctx, st.cat, st.cfg.Identifier(), st.cfg.Record, ""); err != nil {
+		t.Fatal(err)
+	}
+	if st.bucket, st.prefix, err = st.tbl.RunFolder(runID); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func openTable(t testing.TB, cat catalog.Catalog) *Table {
 	t.Helper()
 	tbl, err := Open(context.Background(), cat, table.Identifier{"lake", "events"}, reflect.TypeFor[event](), "")
@@ -406,23 +434,11 @@ func init() { register.DoFn1x0[Result](&resultsFn{}) }
 // run id and input. The first run appends one snapshot; the rerun adds
 // none; the table holds every record once.
 func TestAppendRerun(t *testing.T) {
-	ctx := context.Background()
 	bucket := srv.Bucket(t)
 	// The driver and the stage on the worker load the same catalog (one
 	// SQLite file).
-	cfg := Config{CatalogName: "s3once-test", CatalogProperties: catalogProps(t, bucket), Table: "lake.events", RunID: "day=2024-06-02", Record: reflect.TypeFor[event]()}
-	cat, err := cfg.LoadCatalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := Open(ctx, cat, cfg.Identifier(), cfg.Record, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucketName, prefix, err := tbl.RunFolder(cfg.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stageRun(t, "s3once-test", catalogProps(t, bucket), "day=2024-06-02")
+	cfg, cat, bucketName, prefix := st.cfg, st.cat, st.bucket, st.prefix
 	run := func() Result {
 		t.Helper()
 		token := fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano())

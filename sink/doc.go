@@ -54,7 +54,8 @@
 //  5. For bounded input, the barrier (above).
 //  6. Commit completes each upload (package committer), idempotently.
 //  7. Output version 2 writes each partition's manifest once all its files
-//     are committed, then the window's completion marker, if asked for.
+//     are committed, then the window's completion marker, if asked for,
+//     and then emits the window's files whole (WriteWindows returns them).
 //
 // # Names
 //

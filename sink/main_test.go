@@ -155,6 +155,7 @@ func sameMultiset(t testing.TB, got, want []string) {
 
 func init() {
 	register.DoFn1x0[FileResult](&collectFn{})
+	register.DoFn1x0[WindowFiles](&collectWindowsFn{})
 }
 
 // collected holds the FileResults of each test's pipeline, by test name:
@@ -184,6 +185,55 @@ func results(t testing.TB) []FileResult {
 	collectedMu.Lock()
 	defer collectedMu.Unlock()
 	return slices.Clone(collected[t.Name()])
+}
+
+// collectedWindows holds the WindowFiles of each test's pipeline, by test
+// name.
+var collectedWindows = map[string][]WindowFiles{}
+
+type collectWindowsFn struct{ ID string }
+
+func (f *collectWindowsFn) ProcessElement(w WindowFiles) {
+	collectedMu.Lock()
+	defer collectedMu.Unlock()
+	collectedWindows[f.ID] = append(collectedWindows[f.ID], w)
+}
+
+// collectWindows gathers WriteWindows' windows under t's name.
+func collectWindows(t testing.TB, s beam.Scope, col beam.PCollection) {
+	collectedMu.Lock()
+	delete(collectedWindows, t.Name())
+	collectedMu.Unlock()
+	beam.ParDo0(s, &collectWindowsFn{ID: t.Name()}, col)
+}
+
+// checkWindows checks that WriteWindows emitted each window once, with
+// exactly the keys want gives for it (sorted).
+func checkWindows(t testing.TB, want map[string][]string) {
+	t.Helper()
+	collectedMu.Lock()
+	got := slices.Clone(collectedWindows[t.Name()])
+	collectedMu.Unlock()
+	seen := map[string]bool{}
+	for _, w := range got {
+		if seen[w.Window] {
+			t.Errorf("window %s emitted twice", w.Window)
+		}
+		seen[w.Window] = true
+		var keys []string
+		for _, f := range w.Files {
+			if f.Window != w.Window {
+				t.Errorf("window %s holds %s of window %s", w.Window, f.Key, f.Window)
+			}
+			keys = append(keys, f.Key)
+		}
+		if !slices.Equal(keys, want[w.Window]) {
+			t.Errorf("window %s: %d files %v; want %d %v", w.Window, len(keys), keys, len(want[w.Window]), want[w.Window])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d windows emitted; want %d", len(seen), len(want))
+	}
 }
 
 // counters sums the pipeline's s3once counters by name.

@@ -60,11 +60,12 @@ func init() {
 	register.Function4x0(splitExpiry)
 	register.Emitter2[string, expiring]()
 	register.Emitter2[string, FileResult]()
-	register.DoFn4x1[context.Context, string, func(*FileResult) bool, func(string), error](&windowDoneFn{})
+	register.DoFn4x1[context.Context, string, func(*FileResult) bool, func(WindowFiles), error](&windowDoneFn{})
 	register.DoFn2x2[beam.Window, FileResult, string, expiring](&expiryKeyFn{})
-	register.DoFn5x1[context.Context, state.Provider, timers.Provider, string, expiring, error](&windowExpiryFn{})
+	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, expiring, func(WindowFiles), error](&windowExpiryFn{})
 	beam.RegisterType(reflect.TypeFor[expiring]())
-	register.Emitter1[string]()
+	beam.RegisterType(reflect.TypeFor[WindowFiles]())
+	register.Emitter1[WindowFiles]()
 }
 
 // metricManifests counts the partition manifests written (or found in
@@ -74,46 +75,53 @@ var metricManifests = beam.NewCounter("s3once", "manifests_written")
 // windowKey keys a file's result by its window's name.
 func windowKey(r FileResult) (string, FileResult) { return r.Window, r }
 
-// withManifests adds the manifest stage after the commit stage. barrier
-// says whether the results come from the run-wide barrier (all in the
-// global window); lateness is the input's allowed lateness.
-func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bool, lateness time.Duration) error {
+// WindowFiles is a window's files, complete: every file of the window is
+// committed and its partition manifests are written (WriteWindows).
+type WindowFiles struct {
+	// Window is the window's name, as in FileResult.Window.
+	Window string `json:"window"`
+	// Files are the window's files, each once, in key order.
+	Files []FileResult `json:"files"`
+}
+
+// withManifests adds the manifest stage after the commit stage, and
+// returns its PCollection<WindowFiles>. barrier says whether the results
+// come from the run-wide barrier (all in the global window); lateness is
+// the input's allowed lateness.
+func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bool, lateness time.Duration) (beam.PCollection, error) {
+	none := beam.PCollection{}
 	s = s.Scope("Manifests")
 	w := windowWriter{S: st.forCommit(), Mode: st.Requests.CompletionMarker}
 	if barrier {
 		keyed, err := single(beam.TryParDo(s, windowKey, files))
 		if err != nil {
-			return err
+			return none, err
 		}
 		grouped, err := beam.TryGroupByKey(s, keyed)
 		if err != nil {
-			return fmt.Errorf("s3once sink: %w", err)
+			return none, fmt.Errorf("s3once sink: %w", err)
 		}
-		_, err = beam.TryParDo(s, &windowDoneFn{windowWriter: w}, grouped)
-		if err != nil {
-			return fmt.Errorf("s3once sink: %w", err)
-		}
-		return nil
+		return single(beam.TryParDo(s, &windowDoneFn{windowWriter: w}, grouped))
 	}
 	expiringKeyed, err := single(beam.TryParDo(s, &expiryKeyFn{LatenessMillis: lateness.Milliseconds()}, files))
 	if err != nil {
-		return err
+		return none, err
 	}
 	global, err := beam.TryWindowInto(s, window.NewGlobalWindows(), expiringKeyed)
 	if err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+		return none, fmt.Errorf("s3once sink: %w", err)
 	}
 	expires, endless, err := splitByExpiry(s, global)
 	if err != nil {
-		return err
+		return none, err
 	}
-	_, err = beam.TryParDo(s, &windowExpiryFn{
+	expired, err := single(beam.TryParDo(s, &windowExpiryFn{
 		windowWriter: w,
 		Results:      state.MakeBagState[expiring]("results"),
 		Expiry:       timers.InEventTime("expiry"),
-	}, expires)
+	}, expires))
 	if err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+		return none, err
 	}
 	// The global window never expires: its results are complete when the
 	// input is, which a GroupByKey in the global window (with the default
@@ -122,12 +130,17 @@ func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bo
 	// completes a partition.
 	grouped, err := beam.TryGroupByKey(s, endless)
 	if err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+		return none, fmt.Errorf("s3once sink: %w", err)
 	}
-	if _, err = beam.TryParDo(s, &windowDoneFn{windowWriter: w}, grouped); err != nil {
-		return fmt.Errorf("s3once sink: %w", err)
+	ended, err := single(beam.TryParDo(s, &windowDoneFn{windowWriter: w}, grouped))
+	if err != nil {
+		return none, err
 	}
-	return nil
+	windows, err := beam.TryFlatten(s, expired, ended)
+	if err != nil {
+		return none, fmt.Errorf("s3once sink: %w", err)
+	}
+	return windows, nil
 }
 
 // splitByExpiry parts the keyed results into those of windows that expire
@@ -168,23 +181,25 @@ func (w *windowWriter) Setup(ctx context.Context) error {
 	})
 }
 
-// windowDoneFn writes a window's manifests under the run-wide barrier. It
-// emits the window's name once done (nothing reads it: a DoFn needs an
-// output to stay in the graph on every runner).
+// windowDoneFn writes the manifests of a window whose results a
+// GroupByKey gathered (under the run-wide barrier, and for the global
+// window), and then emits the window's files.
 type windowDoneFn struct {
 	windowWriter
 }
 
-func (f *windowDoneFn) ProcessElement(ctx context.Context, window string, results func(*FileResult) bool, emit func(string)) error {
+func (f *windowDoneFn) ProcessElement(ctx context.Context, window string, results func(*FileResult) bool, emit func(WindowFiles)) error {
 	var all []FileResult
 	var r FileResult
 	for results(&r) {
 		all = append(all, r)
+		r = FileResult{}
 	}
-	if err := f.finish(ctx, window, all); err != nil {
+	files, err := f.finish(ctx, window, all)
+	if err != nil {
 		return err
 	}
-	emit(window)
+	emit(WindowFiles{Window: window, Files: files})
 	return nil
 }
 
@@ -220,15 +235,19 @@ type windowExpiryFn struct {
 	Expiry  timers.EventTime
 }
 
-func (f *windowExpiryFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, window string, e expiring) error {
+// ProcessElement keeps a result until its window expires. (It emits
+// nothing; the emitter is OnTimer's, which Beam takes from here.)
+func (f *windowExpiryFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, window string, e expiring, _ func(WindowFiles)) error {
 	if err := f.Results.Add(sp, e); err != nil {
 		return fmt.Errorf("s3once sink: manifests: keep the result of s3://%s/%s: %w", e.Result.Bucket, e.Result.Key, err)
 	}
-	f.Expiry.Set(tp, mtime.Time(e.Expiry+1).ToTime(), timers.WithNoOutputTimestamp())
+	// The window's files are emitted at its expiry, which holds the
+	// output's watermark until then.
+	f.Expiry.Set(tp, mtime.Time(e.Expiry+1).ToTime(), timers.WithOutputTimestamp(mtime.Time(e.Expiry).ToTime()))
 	return nil
 }
 
-func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, window string, timer timers.Context) error {
+func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, window string, timer timers.Context, emit func(WindowFiles)) error {
 	if timer.Family != f.Expiry.Family {
 		return nil
 	}
@@ -240,17 +259,23 @@ func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp time
 	for i, e := range kept {
 		all[i] = e.Result
 	}
-	if err := f.finish(ctx, window, all); err != nil {
+	files, err := f.finish(ctx, window, all)
+	if err != nil {
 		return err
 	}
-	return f.Results.Clear(sp)
+	if err := f.Results.Clear(sp); err != nil {
+		return err
+	}
+	emit(WindowFiles{Window: window, Files: files})
+	return nil
 }
 
 // finish writes the manifest of each partition of the window, then its
 // completion marker. Each is written once (If-None-Match); an object in
 // place with the same bytes (a retry, a rerun) is a success, one with
-// other bytes fails the run: the partition is another run's.
-func (w *windowWriter) finish(ctx context.Context, window string, results []FileResult) error {
+// other bytes fails the run: the partition is another run's. It returns
+// the window's files, each once, in key order.
+func (w *windowWriter) finish(ctx context.Context, window string, results []FileResult) ([]FileResult, error) {
 	byKey := map[string]FileResult{}
 	for _, r := range results {
 		byKey[r.Key] = r // a result may come twice; both are equal
@@ -265,17 +290,17 @@ func (w *windowWriter) finish(ctx context.Context, window string, results []File
 		g.Go(func() error { return w.writeManifest(gctx, dest, window, entries) })
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return nil, err
 	}
 	metricManifests.Inc(ctx, int64(len(byDest)))
-	if w.Mode == "" || len(byKey) == 0 {
-		return nil
-	}
 	sorted := make([]FileResult, 0, len(byKey))
 	for _, r := range byKey {
 		sorted = append(sorted, r)
 	}
 	slices.SortFunc(sorted, func(a, b FileResult) int { return strings.Compare(a.Key, b.Key) })
+	if w.Mode == "" || len(byKey) == 0 {
+		return sorted, nil
+	}
 	var body []byte
 	if w.Mode == MarkerManifest {
 		var b bytes.Buffer
@@ -285,7 +310,7 @@ func (w *windowWriter) finish(ctx context.Context, window string, results []File
 		}
 		body = b.Bytes()
 	}
-	return writeMarker(ctx, w.c, w.S.Bucket, ownkeys.MarkerKey(w.S.Prefix, window, 0), body)
+	return sorted, writeMarker(ctx, w.c, w.S.Bucket, ownkeys.MarkerKey(w.S.Prefix, window, 0), body)
 }
 
 func (w *windowWriter) writeManifest(ctx context.Context, dest, window string, entries []manifest.Entry) error {

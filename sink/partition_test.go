@@ -375,9 +375,10 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 // data beyond it. Each partition of the window gets one manifest, written
 // when the window expires, listing exactly the files committed for it
 // (every pane, the late one included); the completion marker is written
-// once for the window, after the manifests, and lists the same files; the
-// data beyond the lateness is dropped by Beam, and shows as the gap between
-// the records_received and records_written counters.
+// once for the window, after the manifests, and lists the same files;
+// WriteWindows emits the window once, with the same files; the data beyond
+// the lateness is dropped by Beam, and shows as the gap between the
+// records_received and records_written counters.
 func TestManifestAtWindowExpiry(t *testing.T) {
 	bucket := srv.Bucket(t)
 	ts := teststream.NewConfig()
@@ -426,7 +427,9 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 	cfg.Shards = 1
 	cfg.Destination = firstLetter
 	cfg.CompletionMarker = MarkerManifest
-	collect(t, s, Write(s, windowed, cfg))
+	written, windows := WriteWindows(s, windowed, cfg)
+	collect(t, s, written)
+	collectWindows(t, s, windows)
 	pr, err := ptest.RunWithMetrics(p)
 	if err != nil {
 		t.Fatal(err)
@@ -476,6 +479,12 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 			t.Errorf("the manifest of %s lists %v; the partition holds %v", dest, listed, files[dest])
 		}
 	}
+	var all []string
+	for _, keys := range files {
+		all = append(all, keys...)
+	}
+	slices.Sort(all)
+	checkWindows(t, map[string][]string{win: all})
 	markers := 0
 	for k, v := range objs {
 		if !ownkeys.IsMarker("win", k) {

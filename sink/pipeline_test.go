@@ -122,7 +122,9 @@ func TestWindowed(t *testing.T) {
 	cfg.Shards = 2
 	cfg.MaxFileBytes = 16 << 10
 	cfg.CheckpointBytes = 8 << 10
-	collect(t, s, Write(s, windowed, cfg))
+	written, windows := WriteWindows(s, windowed, cfg)
+	collect(t, s, written)
+	collectWindows(t, s, windows)
 	pr, err := ptest.RunWithMetrics(p)
 	if err != nil {
 		t.Fatal(err)
@@ -171,11 +173,18 @@ func TestWindowed(t *testing.T) {
 	if len(res) != len(objs) {
 		t.Errorf("%d results for %d files", len(res), len(objs))
 	}
+	byWindow := map[string][]string{}
 	for _, r := range res {
 		if !strings.Contains(r.Key, r.Window+"-pane-") {
 			t.Errorf("result %+v: window not in key", r)
 		}
+		byWindow[r.Window] = append(byWindow[r.Window], r.Key)
 	}
+	// WriteWindows emits each window once, after the run, with its files.
+	for _, keys := range byWindow {
+		slices.Sort(keys)
+	}
+	checkWindows(t, byWindow)
 	t.Logf("files per window %v; metrics %v", perWindow, counters(pr))
 	checkClean(t, c, bucket)
 }

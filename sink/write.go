@@ -53,48 +53,79 @@ func Write(s beam.Scope, col beam.PCollection, cfg Config) beam.PCollection {
 // problems, a Format that cannot encode col's element type, a Destination of
 // the wrong type or that Beam cannot serialise).
 func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection, error) {
+	files, _, err := buildWrite(s, col, cfg, false)
+	return files, err
+}
+
+// WriteWindows is Write that also returns a PCollection<WindowFiles> with
+// one element per window, emitted once every file of the window is
+// committed and its partition manifests are written: for bounded input
+// under the run-wide barrier, once per window after the whole run; for
+// unbounded input, when the window expires (its end plus the allowed
+// lateness), however many panes its trigger fired. A stage that must see
+// a window whole, such as an Iceberg table's append, reads it. The
+// elements are in the global window. It needs output version 2, whose
+// manifest stage it follows; it panics as Write does.
+func WriteWindows(s beam.Scope, col beam.PCollection, cfg Config) (files, windows beam.PCollection) {
+	files, windows, err := TryWriteWindows(s, col, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return files, windows
+}
+
+// TryWriteWindows is WriteWindows that returns an error instead of
+// panicking.
+func TryWriteWindows(s beam.Scope, col beam.PCollection, cfg Config) (files, windows beam.PCollection, err error) {
+	return buildWrite(s, col, cfg, true)
+}
+
+// buildWrite adds Write's stages; with wantWindows, it also returns the
+// manifest stage's complete windows.
+func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool) (beam.PCollection, beam.PCollection, error) {
+	none := beam.PCollection{}
 	st, err := cfg.settings()
 	if err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
 	if !s.IsValid() {
-		return beam.PCollection{}, errors.New("s3once sink: invalid scope")
+		return none, none, errors.New("s3once sink: invalid scope")
 	}
 	if !col.IsValid() {
-		return beam.PCollection{}, errors.New("s3once sink: invalid input PCollection")
+		return none, none, errors.New("s3once sink: invalid input PCollection")
 	}
 	if typex.IsKV(col.Type()) || typex.IsCoGBK(col.Type()) {
-		return beam.PCollection{}, fmt.Errorf("%w: the input holds %v; Write takes single values (format the key into the value first)", ErrInvalidConfig, col.Type())
+		return none, none, fmt.Errorf("%w: the input holds %v; Write takes single values (format the key into the value first)", ErrInvalidConfig, col.Type())
 	}
 	elemT := col.Type().Type()
 	format, err := lookupFormat(st.Format)
 	if err != nil {
-		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return none, none, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if tc, ok := format.(TypeChecker); ok {
 		if err := tc.CheckType(elemT); err != nil {
-			return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			return none, none, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
 	st.bindParquetRow(elemT)
 	if _, err := st.parquetRowType(); st.Parquet != nil && err != nil {
-		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return none, none, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	kind, err := destinationKind(cfg.Destination, elemT)
 	if err != nil {
-		return beam.PCollection{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return none, none, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	var dest *beam.EncodedFunc
 	if cfg.Destination != nil {
 		if err := checkTopLevel(cfg.Destination); err != nil {
-			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
+			return none, none, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
 		}
 		if err := checkResolvable(cfg.Destination); err != nil {
-			return beam.PCollection{}, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
+			return none, none, fmt.Errorf("%w: Destination %w", ErrInvalidConfig, err)
 		}
 		ef := &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.Destination)}
 		if _, err := json.Marshal(ef); err != nil {
-			return beam.PCollection{}, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
+			return none, none, fmt.Errorf("%w: Destination cannot be serialised for the workers (use a top-level function registered with the register package): %w", ErrInvalidConfig, err)
 		}
 		dest = ef
 	}
@@ -102,11 +133,11 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	auto := st.TargetFileBytes > 0
 	if auto {
 		if why := autoShardingFits(col); why != "" {
-			return beam.PCollection{}, fmt.Errorf("%w: TargetFileBytes (automatic sharding) cannot run on this input: %s; set Shards instead", ErrInvalidConfig, why)
+			return none, none, fmt.Errorf("%w: TargetFileBytes (automatic sharding) cannot run on this input: %s; set Shards instead", ErrInvalidConfig, why)
 		}
 	}
 	if err := claimFolders(s, st); err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
 	s = s.Scope("s3once.Write")
 	encode := newEncodeFn(st, kind, dest, packable(col))
@@ -115,20 +146,20 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	}
 	keyed, err := single(beam.TryParDo(s.Scope("Encode"), encode, col))
 	if err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
 	if auto {
 		if keyed, err = withAutoShards(s, st, keyed); err != nil {
-			return beam.PCollection{}, err
+			return none, none, err
 		}
 	}
 	grouped, err := beam.TryGroupByKey(s.Scope("Group"), keyed)
 	if err != nil {
-		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
+		return none, none, fmt.Errorf("s3once sink: %w", err)
 	}
 	batches, err := single(beam.TryParDo(s.Scope("Batch"), newBatchFn(st), grouped))
 	if err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
 	// Each DoFn carries only the settings it reads (see settings). The
 	// folder's settings marker (settings_marker.go) is judged, and written in a
@@ -142,36 +173,40 @@ func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection,
 	}
 	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
 	applies, why := barrierApplies(st, col)
 	logGuarantee(st, applies, why) // barrier.go
 	commit := &commitFn{S: st.forCommit()}
 	if applies {
 		if pending, err = withBarrier(s, st.forCommit(), pending, marker, st.fileExt()); err != nil {
-			return beam.PCollection{}, err
+			return none, none, err
 		}
 	} else {
 		commit.Settings, commit.Manifests = marker, st.OutputVersion >= 2
 	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {
-		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
+		return none, none, fmt.Errorf("s3once sink: %w", err)
 	}
 	files, err := single(beam.TryParDo(s.Scope("Commit"), commit, shuffled))
 	if err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
+	var windows beam.PCollection
 	if st.OutputVersion >= 2 {
 		lateness := time.Duration(col.WindowingStrategy().AllowedLateness) * time.Millisecond
-		err = withManifests(s, files, st, applies, lateness) // manifests.go
+		windows, err = withManifests(s, files, st, applies, lateness) // manifests.go
 	} else {
+		if wantWindows {
+			return none, none, fmt.Errorf("%w: WriteWindows follows the partition manifests of output version 2; this folder is of output version %d (use Write)", ErrInvalidConfig, st.OutputVersion)
+		}
 		err = withMarkers(s, files, st) // completion_marker.go
 	}
 	if err != nil {
-		return beam.PCollection{}, err
+		return none, none, err
 	}
-	return files, nil
+	return files, windows, nil
 }
 
 // checkTopLevel refuses function literals and method values: Beam sends a
