@@ -389,6 +389,65 @@ func TestConflictingCommitBetweenStagingAndCommit(t *testing.T) {
 		seen[id] = true
 	}
 	wantIDs(t, cat, [2]int{0, 800}, [2]int{10_000, 300}, [2]int{20_000, 200})
+	noOrphanManifests(t, cat)
+
+	// A writer's next commit starts from the table as its last commit left
+	// it; another writer committed since, so the catalog refuses that
+	// round, and the next one, from a fresh load, appends the run.
+	third := writeRun(t, other, "theirs-2", events(30_000, 100))
+	if _, err := other.Commit(ctx, "theirs-2", "global", third); err != nil {
+		t.Fatal(err)
+	}
+	fourth := writeRun(t, tbl, "mine-3", events(40_000, 100))
+	if res, err = tbl.Commit(ctx, "mine-3", "global", fourth); err != nil || !res.Added || res.Rounds != 2 {
+		t.Errorf("a commit after another writer's: %+v, %v; want added in round 2", res, err)
+	}
+	// With no other writer in between, one round.
+	fifth := writeRun(t, tbl, "mine-4", events(50_000, 100))
+	if res, err = tbl.Commit(ctx, "mine-4", "global", fifth); err != nil || !res.Added || res.Rounds != 1 {
+		t.Errorf("a commit after its own: %+v, %v; want added in round 1", res, err)
+	}
+	wantIDs(t, cat, [2]int{0, 800}, [2]int{10_000, 300}, [2]int{20_000, 200}, [2]int{30_000, 100}, [2]int{40_000, 100}, [2]int{50_000, 100})
+	noOrphanManifests(t, cat)
+}
+
+// noOrphanManifests checks that every manifest list and manifest in the
+// table's metadata folder is named by one of its snapshots: a refused
+// commit round removes what it staged.
+func noOrphanManifests(t *testing.T, cat catalog.Catalog) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"lake", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		named[localPath(t, snap.ManifestList)] = true
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range manifests {
+			named[localPath(t, m.FilePath())] = true
+		}
+	}
+	avro, err := filepath.Glob(filepath.Join(localPath(t, tbl.Location()), "metadata", "*.avro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range avro {
+		if !named[f] {
+			t.Errorf("%s is named by no snapshot", filepath.Base(f))
+		}
+	}
+	if len(avro) == 0 {
+		t.Error("no manifest in the metadata folder")
+	}
 }
 
 // A table whose schema is not the record type's refuses to open, naming
