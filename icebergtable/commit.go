@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -69,15 +68,6 @@ type Table struct {
 	// beforeCommit, when set, runs between staging a round's transaction
 	// and committing it (tests: another writer commits there).
 	beforeCommit func()
-
-	// mu guards last: the table as this Table's last commit left it (or
-	// its last load found it), which the next Commit's first round starts
-	// from instead of loading the table's metadata again. If another
-	// writer committed since, that round's commit is refused by the
-	// catalog (its requirement on the branch's head fails) and the next
-	// round loads the table afresh.
-	mu   sync.Mutex
-	last *table.Table
 }
 
 // Open loads the table, creating it from the record type's schema
@@ -206,12 +196,7 @@ type Result struct {
 //  3. when the catalog refuses the commit because another writer committed
 //     first (table.ErrCommitFailed), remove what the round staged and go
 //     back to 1.
-//
-// The first round starts from the table as this Table's last commit (or
-// load) left it rather than loading it again: a stale table only costs a
-// refused round, since the commit requires the branch's head to be the
-// one it started from.
-//
+
 // iceberg-go's duplicate check (which reads every manifest of the current
 // snapshot) is skipped: step 1 finds a rerun, and the files of a run lie in
 // a folder of its own (RunFolder), so no other run can hold them. Every
@@ -235,14 +220,10 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 	name := strings.Join(t.ident, ".")
 	backoff := 50 * time.Millisecond
 	for round := 1; ; round++ {
-		tbl := t.cached(round)
-		fromCache := tbl != nil
-		if tbl == nil {
-			if tbl, err = t.cat.LoadTable(ctx, t.ident); err != nil {
-				return Result{}, fmt.Errorf("s3once iceberg: reload the table %s: %w", name, err)
-			}
+		tbl, err := t.cat.LoadTable(ctx, t.ident)
+		if err != nil {
+			return Result{}, fmt.Errorf("s3once iceberg: reload the table %s: %w", name, err)
 		}
-		t.keep(tbl)
 		if snap := findRun(tbl, runID, window); snap != nil {
 			if got := snap.Summary.Properties[PropFilesSHA256]; got != digest {
 				return Result{}, fmt.Errorf("%w: snapshot %d of the table %s already appended run %q (window %s) with %s files of digest %s; this run has %d files of digest %s: its input or settings differ. Rerun with the input of that run, or give this run a new run id",
@@ -271,13 +252,9 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			// Nothing was applied: the round's new manifests and manifest
 			// list are referenced by no snapshot.
 			discardStaged(ctx, txn, tbl)
-			t.keep(nil)
 		}
 		if conflict(err) && round < maxCommitRounds {
 			// Another writer committed first: look for the run again.
-			if fromCache {
-				continue // the round started from the table as last seen: load it
-			}
 			if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
 				return Result{}, err
 			}
@@ -291,27 +268,9 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 		if snap == nil {
 			return Result{}, fmt.Errorf("s3once iceberg: the table %s has no current snapshot after run %q's commit", name, runID)
 		}
-		t.keep(committed)
 		res := Result{SnapshotID: snap.SnapshotID, Added: true, Files: len(files), Rounds: round}
 		return res, t.writeMarker(ctx, committed, runID, window, res, digest)
 	}
-}
-
-// cached returns the table as last seen, for a Commit's first round only.
-func (t *Table) cached(round int) *table.Table {
-	if round != 1 {
-		return nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last
-}
-
-// keep records tbl as the table last seen (nil: none).
-func (t *Table) keep(tbl *table.Table) {
-	t.mu.Lock()
-	t.last = tbl
-	t.mu.Unlock()
 }
 
 // discardStaged removes, as well as it can, what a refused commit round
