@@ -14,7 +14,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -75,10 +74,7 @@ const (
 // means; snapshots, the table's snapshots at the end.
 func BenchmarkTableCommit(b *testing.B) {
 	bucket := srv.Bucket(b)
-	sinkCfg := sink.Config{
-		Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
-	}
+	sinkCfg := testSink()
 	ctx, err := WithS3(context.Background(), sinkCfg)
 	if err != nil {
 		b.Fatal(err)

@@ -196,7 +196,7 @@ type Result struct {
 //  3. when the catalog refuses the commit because another writer committed
 //     first (table.ErrCommitFailed), remove what the round staged and go
 //     back to 1.
-
+//
 // iceberg-go's duplicate check (which reads every manifest of the current
 // snapshot) is skipped: step 1 finds a rerun, and the files of a run lie in
 // a folder of its own (RunFolder), so no other run can hold them. Every
@@ -252,14 +252,14 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			// Nothing was applied: the round's new manifests and manifest
 			// list are referenced by no snapshot.
 			discardStaged(ctx, txn, tbl)
-		}
-		if conflict(err) && round < maxCommitRounds {
-			// Another writer committed first: look for the run again.
-			if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
-				return Result{}, err
+			if round < maxCommitRounds {
+				// Another writer committed first: look for the run again.
+				if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
+					return Result{}, err
+				}
+				backoff = min(2*backoff, 2*time.Second)
+				continue
 			}
-			backoff = min(2*backoff, 2*time.Second)
-			continue
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("s3once iceberg: commit run %q's %d files to the table %s (after %d rounds; a rerun with the same run id finds the snapshot if it landed, else appends the files): %w", runID, len(files), name, round, err)

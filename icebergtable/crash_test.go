@@ -45,12 +45,10 @@ func TestChildPipeline(t *testing.T) {
 	props := iceberg.Properties(crashCatalogProps(os.Getenv(childBucket), os.Getenv(childCatalog)))
 	st := stageRun(t, "crash", props, "crash-run")
 	cfg, bucket, prefix := st.cfg, st.bucket, st.prefix
+	sinkCfg := parquetSink(bucket, prefix, 3)
+	sinkCfg.CheckpointBytes = 16 << 10
 	p, s := beam.NewPipelineWithRoot()
-	_, windows := sink.WriteWindows(s, beam.CreateList(s, events(0, n)), sink.Config{
-		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 3,
-		CheckpointBytes: 16 << 10,
-	})
+	_, windows := sink.WriteWindows(s, beam.CreateList(s, events(0, n)), sinkCfg)
 	Append(s, windows, cfg)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)

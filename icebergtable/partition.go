@@ -178,7 +178,7 @@ func PartitionPath(fields []PartitionField, record any) (string, error) {
 // columnIndexes finds each field's column in the struct type t, the way
 // SchemaOf names columns; cached by type and fields.
 func columnIndexes(t reflect.Type, fields []PartitionField) ([][]int, error) {
-	key := indexKey{t, fmt.Sprint(fields)}
+	key := indexKey{t, fieldsKey(fields)}
 	if v, ok := indexCache.Load(key); ok {
 		return v.([][]int), nil
 	}
@@ -214,6 +214,19 @@ func columnIndexes(t reflect.Type, fields []PartitionField) ([][]int, error) {
 	}
 	indexCache.Store(key, out)
 	return out, nil
+}
+
+// fieldsKey names fields in a cache key, without reflection (PartitionPath
+// runs for every record).
+func fieldsKey(fields []PartitionField) string {
+	var b strings.Builder
+	for _, f := range fields {
+		b.WriteString(f.Column)
+		b.WriteByte(0)
+		b.WriteString(f.Transform)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 type indexKey struct {

@@ -107,11 +107,7 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event, edits ...fun
 	token := fmt.Sprintf("%s/%s/%d", t.Name(), runID, time.Now().UnixNano())
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, recs)
-	cfg := sink.Config{
-		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
-		Format: "parquet", Shards: 3,
-	}
+	cfg := parquetSink(bucket, prefix, 3)
 	for _, edit := range edits {
 		edit(&cfg)
 	}
@@ -127,6 +123,22 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event, edits ...fun
 		t.Fatalf("run %s: no files", runID)
 	}
 	return rs
+}
+
+// testSink is the sink's connection to the test server.
+func testSink() sink.Config {
+	return sink.Config{
+		Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
+		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+	}
+}
+
+// parquetSink writes Parquet files in shards shards under bucket and
+// prefix on the test server.
+func parquetSink(bucket, prefix string, shards int) sink.Config {
+	cfg := testSink()
+	cfg.Bucket, cfg.Prefix, cfg.Format, cfg.Shards = bucket, prefix, "parquet", shards
+	return cfg
 }
 
 // catalogProps are the properties of a SQL catalog over a SQLite file,
@@ -483,10 +495,7 @@ func TestAppendRerun(t *testing.T) {
 		t.Helper()
 		token := fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano())
 		p, s := beam.NewPipelineWithRoot()
-		files := sink.Write(s, beam.CreateList(s, events(0, 1200)), sink.Config{
-			Bucket: bucketName, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
-			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 2,
-		})
+		files := sink.Write(s, beam.CreateList(s, events(0, 1200)), parquetSink(bucketName, prefix, 2))
 		beam.ParDo0(s, &resultsFn{Token: token}, Append(s, files, cfg))
 		if err := ptest.Run(p); err != nil {
 			t.Fatal(err)

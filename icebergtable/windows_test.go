@@ -18,7 +18,6 @@ import (
 
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
-	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -95,10 +94,7 @@ func TestAppendWindows(t *testing.T) {
 			EarlyFiring(trigger.Repeat(trigger.AfterCount(40))).
 			LateFiring(trigger.Repeat(trigger.AfterCount(1)))),
 		beam.AllowedLateness(10*time.Minute), beam.PanesDiscard())
-	_, windows := sink.WriteWindows(s, windowed, sink.Config{
-		Bucket: bucketName, Prefix: prefix, Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Format: "parquet", Shards: 2,
-	})
+	_, windows := sink.WriteWindows(s, windowed, parquetSink(bucketName, prefix, 2))
 	beam.ParDo0(s, &resultsFn{Token: token}, Append(s, windows, cfg))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)

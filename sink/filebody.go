@@ -24,6 +24,9 @@ type fileBody interface {
 	// finish writes the file's last bytes (the end of its last member, a
 	// footer); the file's bytes are then complete.
 	finish() error
+	// footer is what a finished Parquet file's footer records; empty for
+	// the line formats.
+	footer() ParquetFooter
 	// leave lets go of the file without ending it. upload is the upload a
 	// checkpoint has just persisted the file in, which a resume in this
 	// writer instance may go on with; it is empty after a failure, when the
@@ -169,3 +172,5 @@ func (b *lineBody) leave(string) {
 		b.member = nil
 	}
 }
+
+func (b *lineBody) footer() ParquetFooter { return ParquetFooter{} }

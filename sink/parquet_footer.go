@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -104,14 +105,7 @@ func rowGroupStart(rg format.RowGroup) int64 {
 	return m.DataPageOffset
 }
 
-func pathKey(path []string) string {
-	var b bytes.Buffer
-	for _, p := range path {
-		b.WriteString(p)
-		b.WriteByte(0)
-	}
-	return b.String()
-}
+func pathKey(path []string) string { return strings.Join(path, "\x00") }
 
 // statValue is one bound of a column chunk, decoded for comparison.
 type statValue struct {

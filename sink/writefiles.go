@@ -469,10 +469,6 @@ func (w *fileWriter) close() error {
 	if err != nil {
 		return err
 	}
-	var footer ParquetFooter
-	if pb, ok := body.(*parquetBody); ok {
-		footer = pb.footer()
-	}
 	key := w.key()
 	cr, err := w.stream.CloseForCommit(w.ctx)
 	if err != nil {
@@ -488,7 +484,7 @@ func (w *fileWriter) close() error {
 		Bucket: cr.Bucket, Key: key, Bytes: cr.Size(), Records: w.records,
 		Window: w.b.Window, Destination: w.b.Destination, Shard: w.b.Shard,
 		FileIndex: w.index, Pane: w.b.Pane, SubBatch: w.b.SubBatch, SubBatches: w.b.SubBatches,
-		CRC64NVME: cr.CRC(), Footer: footer,
+		CRC64NVME: cr.CRC(), Footer: body.footer(),
 	}
 	w.emit(pendingFile{Commit: enc, Result: res})
 	w.fn.registerCommit(w.bf, cr)
