@@ -46,6 +46,17 @@ func (f *eventGenFn) ProcessElement(_ []byte, emit func(event)) {
 	}
 }
 
+// stubFile is a small data file of run, as the sink would report it; it
+// need not exist, since a commit reads no data file.
+func stubFile(tb testing.TB, tbl *Table, run string) sink.FileResult {
+	tb.Helper()
+	rb, prefix, err := tbl.RunFolder(run)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sink.FileResult{Bucket: rb, Key: prefix + "/part-0.parquet", Bytes: 4096, Records: 100, Window: "global", SubBatches: 1}
+}
+
 // The table commit benchmark's sizes: earlierSnapshots snapshots before the
 // measured ones, windowEvents events of about eventBytes record bytes each
 // (64 MiB a window).
@@ -99,12 +110,7 @@ func BenchmarkTableCommit(b *testing.B) {
 	// their own (their files need not exist: a commit reads no data file).
 	for i := range earlierSnapshots {
 		run := fmt.Sprintf("earlier-%04d", i)
-		rb, prefix, err := tbl.RunFolder(run)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f := sink.FileResult{Bucket: rb, Key: prefix + "/part-0.parquet", Bytes: 4096, Records: 100, Window: "global", SubBatches: 1}
-		if _, err := tbl.Commit(ctx, run, "global", []sink.FileResult{f}); err != nil {
+		if _, err := tbl.Commit(ctx, run, "global", []sink.FileResult{stubFile(b, tbl, run)}); err != nil {
 			b.Fatalf("earlier snapshot %d: %v", i, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -40,7 +41,8 @@ const (
 var ErrRunChanged = errors.New("s3once iceberg: the run id is taken by other files")
 
 // maxCommitRounds bounds the commit loop's rounds against concurrent
-// writers: each round reloads the table and looks for the run again.
+// writers: each round after a refused one reloads the table and looks for
+// the run again.
 const maxCommitRounds = 20
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$`)
@@ -68,6 +70,16 @@ type Table struct {
 	// beforeCommit, when set, runs between staging a round's transaction
 	// and committing it (tests: another writer commits there).
 	beforeCommit func()
+
+	// mu guards head and loaded.
+	mu sync.Mutex
+	// head is the table as this Table last committed to it or loaded it:
+	// the next commit's first round starts from it instead of reloading
+	// (see Commit). nil: reload.
+	head *table.Table
+	// loaded is the table as last loaded from the catalog; a kept head
+	// reaches the table's files through its file IO.
+	loaded *table.Table
 }
 
 // Open loads the table, creating it from the record type's schema
@@ -108,7 +120,7 @@ func Open(ctx context.Context, cat catalog.Catalog, ident table.Identifier, reco
 	if err := checkMetricsModes(tbl.Properties()); err != nil {
 		return nil, fmt.Errorf("s3once iceberg: the table %s: %w; set it to none, counts, full or truncate(N)", name, err)
 	}
-	t := &Table{cat: cat, ident: ident, schema: schema, location: tbl.Location(), aws: utils.GetAwsConfig(ctx)}
+	t := &Table{cat: cat, ident: ident, schema: schema, location: tbl.Location(), aws: utils.GetAwsConfig(ctx), loaded: tbl}
 	if t.bucket, t.path, err = splitS3(tbl.Location()); err != nil {
 		return nil, fmt.Errorf("s3once iceberg: the table %s: %w", name, err)
 	}
@@ -187,15 +199,27 @@ type Result struct {
 // the run; duplicates from Beam's retries are merged) to the table as one
 // snapshot, exactly once per run id and window:
 //
-//  1. reload the table and walk the current snapshot's ancestry for a
-//     snapshot whose summary holds the run id and window: if there is one,
-//     add nothing (and refuse, with ErrRunChanged, when its digest of the
-//     file list is not this run's);
+//  1. take the table's current state and walk the current snapshot's
+//     ancestry for a snapshot whose summary holds the run id and window:
+//     if there is one, add nothing (and refuse, with ErrRunChanged, when
+//     its digest of the file list is not this run's);
 //  2. otherwise append the files in a fresh transaction, with the run id,
 //     the window and the digest as snapshot summary properties;
 //  3. when the catalog refuses the commit because another writer committed
-//     first (table.ErrCommitFailed), remove what the round staged and go
-//     back to 1.
+//     first (table.ErrCommitFailed), remove what the round staged, reload
+//     the table and go back to 1.
+//
+// The first round starts from the table as this Table last committed to it
+// (or loaded it), not from a reload: parsing the metadata file, which
+// lists every snapshot, is most of a commit's cost on a long-lived table,
+// and the catalog parses it once more inside the commit anyway. This is
+// safe because the commit carries the catalog requirements that main still
+// points at the snapshot the round started from and that the default
+// partition spec and sort order are unchanged: if another writer committed
+// in between, the catalog refuses the round and the next one reloads. A
+// run found in that remembered state is looked for again in a reload
+// before anything is reported, in case the table was rolled back since.
+// Any error forgets the remembered state.
 //
 // iceberg-go's duplicate check (which reads every manifest of the current
 // snapshot) is skipped: step 1 finds a rerun, and the files of a run lie in
@@ -219,20 +243,32 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 	digest := filesDigest(files)
 	name := strings.Join(t.ident, ".")
 	backoff := 50 * time.Millisecond
+	tbl := t.takeHead()
 	for round := 1; ; round++ {
-		tbl, err := t.cat.LoadTable(ctx, t.ident)
-		if err != nil {
-			return Result{}, fmt.Errorf("s3once iceberg: reload the table %s: %w", name, err)
+		remembered := tbl != nil
+		if !remembered {
+			if tbl, err = t.reload(ctx); err != nil {
+				return Result{}, err
+			}
 		}
-		if snap := findRun(tbl, runID, window); snap != nil {
+		snap := findRun(tbl, runID, window)
+		if snap != nil && remembered {
+			if tbl, err = t.reload(ctx); err != nil {
+				return Result{}, err
+			}
+			snap = findRun(tbl, runID, window)
+		}
+		if snap != nil {
 			if got := snap.Summary.Properties[PropFilesSHA256]; got != digest {
 				return Result{}, fmt.Errorf("%w: snapshot %d of the table %s already appended run %q (window %s) with %s files of digest %s; this run has %d files of digest %s: its input or settings differ. Rerun with the input of that run, or give this run a new run id",
 					ErrRunChanged, snap.SnapshotID, name, runID, window, snap.Summary.Properties[PropFiles], got, len(files), digest)
 			}
 			res := Result{SnapshotID: snap.SnapshotID, Files: len(files), Rounds: round}
+			t.keepHead(tbl)
 			return res, t.writeMarker(ctx, tbl, runID, window, res, digest)
 		}
 		if len(files) == 0 {
+			t.keepHead(tbl)
 			return Result{Rounds: round}, nil
 		}
 		dataFiles, err := dataFilesOf(tbl, files)
@@ -240,6 +276,9 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			return Result{}, err
 		}
 		txn := tbl.NewTransaction()
+		if err := txn.AssertDefaultShape(); err != nil {
+			return Result{}, fmt.Errorf("s3once iceberg: stage run %q's %d files for the table %s: %w", runID, len(files), name, err)
+		}
 		props := iceberg.Properties{PropRunID: runID, PropWindow: window, PropFiles: strconv.Itoa(len(files)), PropFilesSHA256: digest}
 		if err := txn.AddDataFiles(ctx, dataFiles, props, table.WithoutDuplicateCheck()); err != nil {
 			return Result{}, fmt.Errorf("s3once iceberg: stage run %q's %d files for the table %s: %w", runID, len(files), name, err)
@@ -253,24 +292,77 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			// list are referenced by no snapshot.
 			discardStaged(ctx, txn, tbl)
 			if round < maxCommitRounds {
-				// Another writer committed first: look for the run again.
+				// Another writer committed first: reload, and look for
+				// the run again.
 				if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
 					return Result{}, err
 				}
 				backoff = min(2*backoff, 2*time.Second)
+				tbl = nil
 				continue
 			}
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("s3once iceberg: commit run %q's %d files to the table %s (after %d rounds; a rerun with the same run id finds the snapshot if it landed, else appends the files): %w", runID, len(files), name, round, err)
 		}
-		snap := committed.CurrentSnapshot()
+		snap = committed.CurrentSnapshot()
 		if snap == nil {
 			return Result{}, fmt.Errorf("s3once iceberg: the table %s has no current snapshot after run %q's commit", name, runID)
 		}
 		res := Result{SnapshotID: snap.SnapshotID, Added: true, Files: len(files), Rounds: round}
+		t.keepHead(t.detach(committed))
 		return res, t.writeMarker(ctx, committed, runID, window, res, digest)
 	}
+}
+
+// reload loads the table's current state from the catalog.
+func (t *Table) reload(ctx context.Context) (*table.Table, error) {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return nil, fmt.Errorf("s3once iceberg: reload the table %s: %w", strings.Join(t.ident, "."), err)
+	}
+	t.mu.Lock()
+	t.loaded = tbl
+	t.mu.Unlock()
+	return tbl, nil
+}
+
+// takeHead returns the remembered state of the table, if any, and forgets
+// it: a commit that fails leaves the next one to reload.
+func (t *Table) takeHead() *table.Table {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.head
+	t.head = nil
+	return h
+}
+
+func (t *Table) keepHead(tbl *table.Table) {
+	t.mu.Lock()
+	t.head = tbl
+	t.mu.Unlock()
+}
+
+// detach returns the committed table with metadata of its own, or nil if
+// it cannot. The metadata of a table that iceberg-go's commit returns keeps
+// the metadata it was built from reachable (iceberg-go v0.7.0), so a table
+// remembered from one commit to the next would hold every earlier version
+// of the metadata: hundreds of MiB after a few hundred commits. Building
+// the metadata afresh from itself (in memory, no JSON) cuts that chain;
+// the file IO is the last loaded table's, as the committed table's is.
+func (t *Table) detach(committed *table.Table) *table.Table {
+	b, err := table.MetadataBuilderFromBase(committed.Metadata(), committed.MetadataLocation())
+	if err != nil {
+		return nil
+	}
+	md, err := b.Build()
+	if err != nil {
+		return nil
+	}
+	t.mu.Lock()
+	loaded := t.loaded
+	t.mu.Unlock()
+	return table.New(committed.Identifier(), md, committed.MetadataLocation(), loaded.FS, t.cat)
 }
 
 // discardStaged removes, as well as it can, what a refused commit round
