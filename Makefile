@@ -186,8 +186,8 @@ endef
 # FORMAT=parquet writes Parquet files instead of gzip JSON Lines (under
 # corpus-parquet/) and reads them back. FORMAT=iceberg builds the runner with
 # -tags iceberg (the default build links no Iceberg) and appends the Parquet
-# files to the table lake.corpus (a SQLite catalog in .s3data/), printing
-# the snapshot and row counts.
+# files to the table lake.corpus_by_topic (partitioned by topic; a SQLite
+# catalog in .s3data/), printing the snapshot, row and partition counts.
 FORMAT ?= jsonl
 ICEBERG_TAGS := $(if $(filter iceberg,$(FORMAT)),-tags iceberg)
 ICEBERG_SUFFIX := $(if $(filter iceberg,$(FORMAT)),-iceberg)

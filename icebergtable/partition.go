@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 
@@ -23,29 +24,48 @@ import (
 var ErrPartition = errors.New("s3once iceberg: partition")
 
 // PartitionField is one field of a table's partition spec: a transform of
-// one of the record's columns. Make one with Identity, Day or Hour.
+// one of the record's columns. Make one with Identity, Day or Hour, and
+// name it with As.
 type PartitionField struct {
 	// Column is the source column's name, as SchemaOf names it.
 	Column string `json:"column"`
 	// Transform is "identity", "day" or "hour".
 	Transform string `json:"transform"`
+	// Field is the partition field's name in the table's spec and in the
+	// destination's "name=value" segments; "" gives Iceberg's default
+	// (see Name).
+	Field string `json:"field,omitempty"`
 }
 
 // Identity partitions by a column's value: a bool, an integer or a string
 // column.
-func Identity(column string) PartitionField { return PartitionField{column, "identity"} }
+func Identity(column string) PartitionField {
+	return PartitionField{Column: column, Transform: "identity"}
+}
 
 // Day partitions by the day (UTC) of a time.Time column.
-func Day(column string) PartitionField { return PartitionField{column, "day"} }
+func Day(column string) PartitionField { return PartitionField{Column: column, Transform: "day"} }
 
 // Hour partitions by the hour (UTC) of a time.Time column.
-func Hour(column string) PartitionField { return PartitionField{column, "hour"} }
+func Hour(column string) PartitionField { return PartitionField{Column: column, Transform: "hour"} }
 
-// Name is the partition field's name in the table's spec, as Iceberg names
-// it by default: the column's name for identity, else the column's name
-// and the transform's ("At_day").
+// As names the partition field: the name in the table's spec and in each
+// destination's "name=value" segment. A pipeline whose destinations
+// already read "topic=<value>" for a column Topic partitions by
+// Identity("Topic").As("topic").
+func (f PartitionField) As(name string) PartitionField {
+	f.Field = name
+	return f
+}
+
+// Name is the partition field's name in the table's spec: the one As gave,
+// or else Iceberg's default, the column's name for identity and the
+// column's name and the transform's otherwise ("At_day").
 func (f PartitionField) Name() string {
-	if f.Transform == "identity" {
+	switch {
+	case f.Field != "":
+		return f.Field
+	case f.Transform == "identity":
 		return f.Column
 	}
 	return f.Column + "_" + f.Transform
@@ -76,6 +96,12 @@ func partitionSpec(schema *iceberg.Schema, fields []PartitionField) (iceberg.Par
 		tr, err := f.transform()
 		if err != nil {
 			return iceberg.PartitionSpec{}, err
+		}
+		if f.Field != "" && !utf8.ValidString(f.Field) {
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: field of column %q: the name %q is not UTF-8", ErrPartition, f.Column, f.Field)
+		}
+		if other, ok := schema.FindFieldByName(f.Name()); ok && (f.Transform != "identity" || other.Name != f.Column) {
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: field %q: the name is the record's column %q; name a partition field apart from the columns (As), unless it is the identity of that column", ErrPartition, f.Name(), other.Name)
 		}
 		col, ok := schema.FindFieldByName(f.Column)
 		if !ok {
@@ -224,6 +250,8 @@ func fieldsKey(fields []PartitionField) string {
 		b.WriteString(f.Column)
 		b.WriteByte(0)
 		b.WriteString(f.Transform)
+		b.WriteByte(0)
+		b.WriteString(f.Field)
 		b.WriteByte(0)
 	}
 	return b.String()

@@ -172,6 +172,8 @@ func TestPartitionPath(t *testing.T) {
 		{[]PartitionField{Day("At")}, "At_day=2024-02-29"},
 		{[]PartitionField{Hour("At")}, "At_hour=2024-02-29-22"},
 		{[]PartitionField{Identity("region"), Identity("Shard"), Identity("On")}, "region=eu+west%2F1/Shard=-7/On=true"},
+		{[]PartitionField{Day("At").As("day"), Identity("Shard").As("shard id")}, "day=2024-02-29/shard+id=-7"},
+		{[]PartitionField{Identity("region").As("region")}, "region=eu+west%2F1"},
 	} {
 		got, err := PartitionPath(tc.fields, r)
 		if err != nil || got != tc.want {
@@ -188,10 +190,41 @@ func TestPartitionPath(t *testing.T) {
 	for _, bad := range [][]PartitionField{
 		{Day("Region")}, {Identity("At")}, {Identity("Maybe")}, {Identity("Money")},
 		{Identity("Nope")}, {{Column: "At", Transform: "month"}}, {Day("At"), Day("At")},
+		// Names: another column's, a transform named as its own column,
+		// two fields of one name, not UTF-8.
+		{Identity("Shard").As("region")}, {Day("At").As("At")}, {Day("At").As("p"), Identity("Shard").As("p")},
+		{Identity("Shard").As("\xff")},
 	} {
 		if _, err := partitionSpec(schema, bad); !errors.Is(err, ErrPartition) {
 			t.Errorf("%v: err %v; want ErrPartition", bad, err)
 		}
+	}
+	// A named field: the spec carries the name, the table stage parses
+	// destinations by it, and a table partitioned under the default name
+	// is another table's spec.
+	named := []PartitionField{Identity("Shard").As("shard")}
+	nspec, err := partitionSpec(schema, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nspec.Field(0).Name; got != "shard" {
+		t.Errorf("the named field is %q in the spec, want shard", got)
+	}
+	if diff := sameSpec(nspec, schema, []PartitionField{Identity("Shard")}); diff == "" {
+		t.Error("a spec named shard matches fields named Shard")
+	}
+	if diff := sameSpec(nspec, schema, named); diff != "" {
+		t.Errorf("a spec matches its own fields: %s", diff)
+	}
+	nf := sink.FileResult{Bucket: "b", Key: "k", Destination: "shard=-7", Footer: sink.ParquetFooter{Columns: []sink.ColumnStats{
+		{Path: []string{"Shard"}, Min: []byte{0xf9, 0xff, 0xff, 0xff}, Max: []byte{0xf9, 0xff, 0xff, 0xff}, HasBounds: true},
+	}}}
+	if data, _, err := partitionOf(nspec, schema, nf); err != nil || data[nspec.Field(0).FieldID] != int32(-7) {
+		t.Errorf("a file of shard=-7: %v, %v", data, err)
+	}
+	nf.Destination = "Shard=-7"
+	if _, _, err := partitionOf(nspec, schema, nf); !errors.Is(err, ErrPartition) {
+		t.Errorf("a destination under the column's name, not the field's: %v", err)
 	}
 	if _, err := PartitionPath([]PartitionField{Identity("Nope")}, r); !errors.Is(err, ErrPartition) {
 		t.Errorf("a missing column: err %v", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -20,7 +21,8 @@ import (
 )
 
 // icebergStage is the table stage of -format iceberg: the corpus appended
-// to the table lake.corpus, its catalog a SQLite file in the data folder.
+// to the table lake.corpus_by_topic, partitioned by topic, its catalog a
+// SQLite file in the data folder.
 type icebergStage struct {
 	cfg   icebergtable.Config
 	cat   catalog.Catalog
@@ -41,7 +43,10 @@ func openIceberg(ctx context.Context, endpoint, data, bucket string, o options) 
 			icebergio.S3AccessKeyID:     localserver.AccessKey,
 			icebergio.S3SecretAccessKey: localserver.SecretKey,
 		},
-		Table: "lake.corpus", RunID: st.runID, Record: reflect.TypeFor[corpus.Doc](),
+		Table: "lake.corpus_by_topic", RunID: st.runID, Record: reflect.TypeFor[corpus.Doc](),
+		// The corpus's destinations are "topic=<topic>": the table is
+		// partitioned by the Topic column under that name.
+		Partition: []icebergtable.PartitionField{icebergtable.Identity("Topic").As("topic")},
 	}
 	var err error
 	if st.cat, err = st.cfg.LoadCatalog(ctx); err != nil {
@@ -71,13 +76,46 @@ func (st *icebergStage) commit(ctx context.Context, w io.Writer, rs []sink.FileR
 	if err != nil {
 		return err
 	}
+	parts, err := countPartitions(ctx, t)
+	if err != nil {
+		return err
+	}
 	what := "appended as snapshot"
 	if !res.Added {
 		what = "already in snapshot"
 	}
-	fmt.Fprintf(w, "table %s at %s: run %s %s %d (%d files); the table has %d snapshots and %d rows (scanned with iceberg-go)\n",
-		st.cfg.Table, t.Location(), st.runID, what, res.SnapshotID, res.Files, len(t.Metadata().Snapshots()), rows)
+	fmt.Fprintf(w, "table %s at %s: run %s %s %d (%d files); the table has %d snapshots and %d rows in %d partitions by %s (scanned with iceberg-go)\n",
+		st.cfg.Table, t.Location(), st.runID, what, res.SnapshotID, res.Files, len(t.Metadata().Snapshots()), rows, parts, describeSpec(t))
 	return nil
+}
+
+// describeSpec names the table's partition fields: "identity(Topic) as
+// topic".
+func describeSpec(t *table.Table) string {
+	var fields []string
+	spec := t.Spec()
+	for _, f := range spec.Fields() {
+		col, _ := t.Schema().FindColumnName(f.SourceID())
+		fields = append(fields, fmt.Sprintf("%s(%s) as %s", f.Transform, col, f.Name))
+	}
+	if len(fields) == 0 {
+		return "nothing"
+	}
+	return strings.Join(fields, ", ")
+}
+
+// countPartitions counts the partition values of the current snapshot's
+// data files.
+func countPartitions(ctx context.Context, t *table.Table) (int, error) {
+	tasks, err := t.Scan().PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("plan the table's files: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, task := range tasks {
+		seen[fmt.Sprint(task.File.Partition())] = true
+	}
+	return len(seen), nil
 }
 
 func countRows(ctx context.Context, t *table.Table) (int64, error) {
