@@ -21,6 +21,15 @@ import (
 // each time it compares every s3once counter with the FileResults and the
 // objects in the bucket. A counter the test does not
 // know fails it, so that a new one gets its expected value here.
+//
+// Prism (Beam 2.77) can lose counts: while it has not yet asked the worker
+// what a counter's short id stands for, it keeps one pending value per id,
+// and a second bundle reporting the same new id before it asks replaces
+// the first bundle's value (jobservices metricsStore.contributeMetrics).
+// This test then fails with a counter short of the FileResults (seen:
+// files_committed 29 of 49 in the "always" run, a persists without its
+// self_checkpoint_resumes), although every file is as it should be; see
+// docs/operating.md, Metrics.
 func TestCountersAgreeWithResults(t *testing.T) {
 	bucket := srv.Bucket(t)
 	in := orders(6_000, 7)

@@ -24,8 +24,10 @@ var (
 )
 
 // maxHandedOver bounds the tokens remembered: residuals resumed by other
-// processes are never taken back, so the set is cleared when it is full
-// (their resumes then count as recoveries, which is what they are there).
+// processes are never taken back, so when the set is full the oldest token
+// is forgotten (its resume, if it ever comes here, then counts as a
+// recovery). A self-checkpoint's residual comes back within ResumeDelay,
+// long before maxHandedOver later hand-overs push it out.
 const maxHandedOver = 1 << 16
 
 type tokenID struct {
@@ -33,28 +35,53 @@ type tokenID struct {
 	seq    uint64
 }
 
-var (
-	handedOverMu sync.Mutex
-	handedOver   = map[tokenID]struct{}{}
-)
+// handedOver is the set of tokens handed over and not yet taken back, with
+// the order they were handed over in.
+var handedOver = newTokenSet(maxHandedOver)
+
+// tokenSet is a set of at most max token ids that forgets the oldest id
+// to make room for a new one.
+type tokenSet struct {
+	mu   sync.Mutex
+	max  int
+	ids  map[tokenID]struct{}
+	ring []tokenID // insertion order; may name ids already taken back
+	next int       // where the next id goes in ring, once it is full
+}
+
+func newTokenSet(max int) *tokenSet {
+	return &tokenSet{max: max, ids: map[tokenID]struct{}{}}
+}
+
+func (s *tokenSet) add(id tokenID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ring) < s.max {
+		s.ring = append(s.ring, id)
+	} else {
+		delete(s.ids, s.ring[s.next])
+		s.ring[s.next] = id
+		s.next = (s.next + 1) % s.max
+	}
+	s.ids[id] = struct{}{}
+}
+
+// take reports whether id is in the set, and removes it.
+func (s *tokenSet) take(id tokenID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ids[id]
+	delete(s.ids, id)
+	return ok
+}
 
 // handOver notes a token given to the runner at a self-checkpoint.
 func handOver(rr recoverable.ResumeToken) {
-	handedOverMu.Lock()
-	defer handedOverMu.Unlock()
-	if len(handedOver) >= maxHandedOver {
-		clear(handedOver)
-	}
-	handedOver[tokenID{rr.UploadID, rr.Seq}] = struct{}{}
+	handedOver.add(tokenID{rr.UploadID, rr.Seq})
 }
 
 // takeBack reports whether rr is a token this process handed over at a
 // self-checkpoint, and forgets it.
 func takeBack(rr recoverable.ResumeToken) bool {
-	handedOverMu.Lock()
-	defer handedOverMu.Unlock()
-	id := tokenID{rr.UploadID, rr.Seq}
-	_, ok := handedOver[id]
-	delete(handedOver, id)
-	return ok
+	return handedOver.take(tokenID{rr.UploadID, rr.Seq})
 }

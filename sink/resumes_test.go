@@ -29,3 +29,33 @@ func TestSelfCheckpointResumesAreNotRecoveries(t *testing.T) {
 		t.Fatalf("a run without failures counted %d recoveries and %d recovered tails (%d self-checkpoint resumes)", m["recoveries"], m["tails_recovered"], m["self_checkpoint_resumes"])
 	}
 }
+
+// The set of handed-over tokens forgets the oldest token to make room, never
+// a recent one: a run that leaves many residuals to other processes (or a
+// test binary that leaves them to failed bundles) still recognizes its own
+// self-checkpoints.
+func TestHandedOverForgetsOldestFirst(t *testing.T) {
+	s := newTokenSet(4)
+	id := func(i int) tokenID { return tokenID{upload: "u", seq: uint64(i)} }
+	for i := range 6 {
+		s.add(id(i))
+	}
+	for i, want := range []bool{false, false, true, true, true, true} {
+		if got := s.take(id(i)); got != want {
+			t.Errorf("token %d after 6 of at most 4: in the set %v, want %v", i, got, want)
+		}
+		if s.take(id(i)) {
+			t.Errorf("token %d taken back twice", i)
+		}
+	}
+	// Taken-back tokens free nothing early and break nothing: the set goes
+	// on forgetting the oldest of those it still holds.
+	for i := 6; i < 14; i++ {
+		s.add(id(i))
+	}
+	for i := 6; i < 14; i++ {
+		if got, want := s.take(id(i)), i >= 10; got != want {
+			t.Errorf("token %d after 8 more: in the set %v, want %v", i, got, want)
+		}
+	}
+}
