@@ -293,11 +293,16 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			discardStaged(ctx, txn, tbl)
 			if round < maxCommitRounds {
 				// Another writer committed first: reload, and look for
-				// the run again.
-				if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
-					return Result{}, err
+				// the run again. A round that started from the remembered
+				// table lost to a commit made at any time since this
+				// Table's last one, not to a writer committing right now:
+				// it reloads at once.
+				if !remembered {
+					if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
+						return Result{}, err
+					}
+					backoff = min(2*backoff, 2*time.Second)
 				}
-				backoff = min(2*backoff, 2*time.Second)
 				tbl = nil
 				continue
 			}
