@@ -216,7 +216,9 @@ type Result struct {
 // safe because the commit carries the catalog requirements that main still
 // points at the snapshot the round started from and that the default
 // partition spec and sort order are unchanged: if another writer committed
-// in between, the catalog refuses the round and the next one reloads. A
+// in between, the catalog refuses the round and the next one reloads (any
+// other failure of such a round is retried from a reload too: a commit to
+// another branch leaves main alone but takes the next sequence number). A
 // run found in that remembered state is looked for again in a reload
 // before anything is reported, in case the table was rolled back since.
 // Any error forgets the remembered state.
@@ -287,25 +289,31 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			t.beforeCommit()
 		}
 		committed, err := txn.Commit(ctx)
-		if conflict(err) {
+		refused := conflict(err)
+		if refused {
 			// Nothing was applied: the round's new manifests and manifest
 			// list are referenced by no snapshot.
 			discardStaged(ctx, txn, tbl)
-			if round < maxCommitRounds {
-				// Another writer committed first: reload, and look for
-				// the run again. A round that started from the remembered
-				// table lost to a commit made at any time since this
-				// Table's last one, not to a writer committing right now:
-				// it reloads at once.
-				if !remembered {
-					if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
-						return Result{}, err
-					}
-					backoff = min(2*backoff, 2*time.Second)
+		}
+		// A round from the remembered table can also fail on what the
+		// table became since without moving main (a commit to another
+		// branch takes the next sequence number and row ids): any failure
+		// of such a round is retried from a reload, whose ancestry walk
+		// finds the run if the commit landed after all. Its staged files
+		// stay unless the catalog refused it outright.
+		if err != nil && (refused || remembered) && round < maxCommitRounds {
+			// A refused round that started from a reload lost to a writer
+			// committing right now: back off. One that started from the
+			// remembered table lost to a commit made at any time since
+			// this Table's last one: reload at once.
+			if !remembered {
+				if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
+					return Result{}, err
 				}
-				tbl = nil
-				continue
+				backoff = min(2*backoff, 2*time.Second)
 			}
+			tbl = nil
+			continue
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("s3once iceberg: commit run %q's %d files to the table %s (after %d rounds; a rerun with the same run id finds the snapshot if it landed, else appends the files): %w", runID, len(files), name, round, err)

@@ -111,3 +111,44 @@ func TestRememberedTableKeepsNoHistory(t *testing.T) {
 		t.Errorf("the live heap grew by %.1f MiB from the 40th commit to the 200th: the remembered table keeps earlier versions of the metadata alive", float64(at200-at40)/(1<<20))
 	}
 }
+
+// A commit to another branch moves no main snapshot, so the catalog's
+// requirement on main lets a round from the remembered table through, but
+// the table's sequence numbers and row ids moved on: that round fails, and
+// the next one, reloaded, appends. Nothing is lost or added twice.
+func TestRememberedTableAfterABranchCommit(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	cat := newCatalog(t, bucket)
+	a, b := openTable(t, cat), openTable(t, cat)
+	run1 := writeRun(t, a, "run-1", events(0, 300))
+	side := writeRun(t, b, "side", events(300, 300))
+	run2 := writeRun(t, a, "run-2", events(600, 300))
+	if r, err := a.Commit(ctx, "run-1", "global", run1); err != nil || !r.Added {
+		t.Fatalf("run-1: %+v, %v", r, err)
+	}
+	// Another writer appends to a branch of its own.
+	cur, err := cat.LoadTable(ctx, table.Identifier{"lake", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dfs, err := dataFilesOf(cur, side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := cur.NewTransactionOnBranch("audit")
+	if err := txn.AddDataFiles(ctx, dfs, nil, table.WithoutDuplicateCheck()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatalf("the branch commit: %v", err)
+	}
+	r, err := a.Commit(ctx, "run-2", "global", run2)
+	if err != nil || !r.Added {
+		t.Fatalf("run-2 after a commit to another branch: %+v, %v", r, err)
+	}
+	if r.Rounds != 2 {
+		t.Errorf("run-2: %d rounds, want 2 (the remembered round fails, the reloaded one appends)", r.Rounds)
+	}
+	wantIDs(t, cat, [2]int{0, 300}, [2]int{600, 300})
+}
