@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -36,6 +37,66 @@ type batch struct {
 	SubBatch    int
 	SubBatches  int
 	Lines       [][]byte
+
+	// encoded holds the batch's encoding once it has one (encodeBatch
+	// fills it): the runner's bytes for a batch decoded from them
+	// (decodeHeldBatch), whose records it also keeps encoded, Lines nil,
+	// until the writer has reserved memory for them and calls
+	// decodeRecords; empty for a batch Batch emits, which the SDK encodes
+	// once to hand it over and, to sample its size, up to once more per
+	// PCollection it passes through in the stage. Nil otherwise (a batch
+	// made by hand). Shared by the copies of one emitted batch, which never
+	// change its records.
+	encoded *encodedRecords
+}
+
+// encodedRecords is a batch's encoding (current version, checked), made
+// once. For a batch decoded from the runner's bytes it is those bytes, and
+// records, count and bytes describe the records in it: a batch the writer
+// gives back to the runner before decoding them (the budget was short) goes
+// back as the bytes it came in, and the sink allocates nothing for a batch
+// it has not reserved memory for.
+type encodedRecords struct {
+	mu      sync.Mutex
+	frame   []byte // the batch's encoding, as encodeBatch makes it
+	records []byte // the length-prefixed records, aliasing frame (decoded batches)
+	count   int64
+	bytes   int64 // record bytes (decoded batches)
+}
+
+// emitted returns b with an empty encoding memo, for the copies the SDK
+// makes of it to share.
+func (b batch) emitted() batch {
+	b.encoded = &encodedRecords{}
+	return b
+}
+
+// size returns the batch's record count and record bytes, decoded or not.
+func (b *batch) size() (count, recBytes int64) {
+	if b.encoded != nil && b.Lines == nil {
+		return b.encoded.count, b.encoded.bytes
+	}
+	return int64(len(b.Lines)), recordBytes(b.Lines)
+}
+
+// decodeRecords makes Lines from the encoded records (aliasing them), once
+// the caller has reserved memory for their slice headers; a batch with
+// Lines already has nothing to do.
+func (b *batch) decodeRecords() error {
+	e := b.encoded
+	if e == nil || b.Lines != nil {
+		return nil
+	}
+	r := frame.NewReader("batch", e.records)
+	lines := make([][]byte, 0, e.count)
+	for range e.count {
+		lines = append(lines, r.Bytes("record", 0, r.Remaining()))
+	}
+	if err := r.Finish(); err != nil {
+		return fmt.Errorf("%w: %w", errBatchEncoding, err)
+	}
+	b.Lines = lines
+	return nil
 }
 
 // batchFn turns a group into batches. It holds at most MaxBatchBytes of
@@ -222,7 +283,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 	if sp == nil {
 		slices.SortFunc(lines, bytes.Compare)
 		head.Lines = lines
-		emit(head)
+		emit(head.emitted())
 		return nil
 	}
 	if err := sp.finish(); err != nil {
@@ -265,7 +326,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 		slices.SortFunc(lines, bytes.Compare)
 		b := head
 		b.SubBatch, b.SubBatches, b.Lines = j, n, lines
-		emit(b)
+		emit(b.emitted())
 		budget.release(held)
 		held = 0
 	}
@@ -352,6 +413,24 @@ const (
 var errBatchEncoding = errors.New("s3once sink: malformed batch encoding")
 
 func encodeBatch(b batch) ([]byte, error) {
+	e := b.encoded
+	if e == nil {
+		return encodeBatchRecords(b)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.frame == nil {
+		out, err := encodeBatchRecords(b)
+		if err != nil {
+			return nil, err
+		}
+		e.frame = out
+	}
+	return e.frame, nil
+}
+
+// encodeBatchRecords encodes b from its fields and Lines.
+func encodeBatchRecords(b batch) ([]byte, error) {
 	if b.Shards < 1 || b.Shards > MaxShards || b.Shard < 0 || b.Shard >= b.Shards || b.Pane < 0 ||
 		b.SubBatches < 1 || b.SubBatches > maxSubBatches || b.SubBatch < 0 || b.SubBatch >= b.SubBatches {
 		return nil, fmt.Errorf("s3once sink: cannot encode batch: shard %d of %d, sub-batch %d of %d, pane %d", b.Shard, b.Shards, b.SubBatch, b.SubBatches, b.Pane)
@@ -385,6 +464,20 @@ func encodeBatch(b batch) ([]byte, error) {
 // decodeBatch decodes what encodeBatch wrote, or what a build before
 // version 3 wrote. The records alias data.
 func decodeBatch(data []byte) (batch, error) {
+	return decodeBatchAs(data, false)
+}
+
+// decodeHeldBatch is the batch coder's decoder: decodeBatch that checks
+// the records but, for the current version, leaves them encoded (see
+// encodedRecords). The runner's bytes reach the writer before it can
+// reserve memory for them; this way the sink allocates a batch's slice
+// headers only once it has, and a batch it gives back costs no new
+// encoding.
+func decodeHeldBatch(data []byte) (batch, error) {
+	return decodeBatchAs(data, true)
+}
+
+func decodeBatchAs(data []byte, hold bool) (batch, error) {
 	var (
 		version byte
 		payload []byte
@@ -398,9 +491,12 @@ func decodeBatch(data []byte) (batch, error) {
 	if err != nil {
 		return batch{}, fmt.Errorf("%w: %w", errBatchEncoding, err)
 	}
-	b, err := decodeBatchPayload(version, payload)
+	b, err := decodeBatchPayload(version, payload, hold && version == batchVersion)
 	if err != nil {
 		return batch{}, fmt.Errorf("%w: %w", errBatchEncoding, err)
+	}
+	if b.encoded != nil {
+		b.encoded.frame = data
 	}
 	return b, nil
 }
@@ -418,8 +514,10 @@ func decodeLegacyBatch(data []byte) (byte, []byte, error) {
 	return data[4], body[5:], nil
 }
 
-// decodeBatchPayload reads a payload of the given version (1 to 3).
-func decodeBatchPayload(version byte, payload []byte) (batch, error) {
+// decodeBatchPayload reads a payload of the given version (1 to 3). With
+// hold, it checks the records but leaves them encoded (b.encoded, its
+// frame for the caller to set).
+func decodeBatchPayload(version byte, payload []byte, hold bool) (batch, error) {
 	r := frame.NewReader("batch", payload)
 	var b batch
 	b.Destination = r.String("destination", 0, MaxDestinationLen)
@@ -450,12 +548,23 @@ func decodeBatchPayload(version byte, payload []byte) (batch, error) {
 	if b.Window == "" {
 		return batch{}, errors.New("empty window name")
 	}
-	b.Lines = make([][]byte, 0, count)
+	records := payload[len(payload)-r.Remaining():]
+	if !hold {
+		b.Lines = make([][]byte, 0, count)
+	}
+	var recBytes int64
 	for range count {
-		b.Lines = append(b.Lines, r.Bytes("record", 0, r.Remaining()))
+		l := r.Bytes("record", 0, r.Remaining())
+		recBytes += int64(len(l))
+		if !hold {
+			b.Lines = append(b.Lines, l)
+		}
 	}
 	if err := r.Finish(); err != nil {
 		return batch{}, err
+	}
+	if hold {
+		b.encoded = &encodedRecords{records: records, count: int64(count), bytes: recBytes}
 	}
 	return b, nil
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -202,13 +204,17 @@ func TestBatchRejects(t *testing.T) {
 	for i := range good {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x01
-		if _, err := decodeBatch(bad); !errors.Is(err, errBatchEncoding) {
-			t.Fatalf("flipping byte %d: %v", i, err)
+		for _, decode := range []func([]byte) (batch, error){decodeBatch, decodeHeldBatch} {
+			if _, err := decode(bad); !errors.Is(err, errBatchEncoding) {
+				t.Fatalf("flipping byte %d: %v", i, err)
+			}
 		}
 	}
 	for n := range good {
-		if _, err := decodeBatch(good[:n]); !errors.Is(err, errBatchEncoding) {
-			t.Fatalf("cut at %d: %v", n, err)
+		for _, decode := range []func([]byte) (batch, error){decodeBatch, decodeHeldBatch} {
+			if _, err := decode(good[:n]); !errors.Is(err, errBatchEncoding) {
+				t.Fatalf("cut at %d: %v", n, err)
+			}
 		}
 	}
 }
@@ -255,12 +261,17 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte("S3WB\x03\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := decodeBatch(data)
+		held, heldErr := decodeHeldBatch(data)
+		if (err == nil) != (heldErr == nil) {
+			t.Fatalf("%x: decodeBatch says %v, decodeHeldBatch %v", data, err, heldErr)
+		}
 		if err != nil {
 			if !errors.Is(err, errBatchEncoding) {
 				t.Fatalf("error %v does not wrap errBatchEncoding", err)
 			}
 			return
 		}
+		checkHeldBatch(t, data, held, b)
 		enc, err := encodeBatch(b)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
@@ -311,5 +322,135 @@ func TestRestrictionTokenDecodedOnce(t *testing.T) {
 	}
 	if n := len(fake.Calls()) - calls; n != 0 {
 		t.Errorf("%d S3 calls made for a bad token", n)
+	}
+}
+
+// checkHeldBatch checks a batch decodeHeldBatch made of data against the
+// one decodeBatch made: the same count and bytes before its records are
+// decoded, the same batch after, and, until then, encodeBatch gives back
+// data itself.
+func checkHeldBatch(t *testing.T, data []byte, held, want batch) {
+	t.Helper()
+	if n, size := held.size(); n != int64(len(want.Lines)) || size != recordBytes(want.Lines) {
+		t.Fatalf("%x: held batch of %d records, %d bytes; want %d, %d", data, n, size, len(want.Lines), recordBytes(want.Lines))
+	}
+	if held.encoded != nil {
+		enc, err := encodeBatch(held)
+		if err != nil || !bytes.Equal(enc, data) || &enc[0] != &data[0] {
+			t.Fatalf("%x: a held batch re-encodes to %x (%v), not to its own bytes", data, enc, err)
+		}
+	} else if data[4] == batchVersion {
+		t.Fatalf("%x: a batch of the current version was decoded whole", data)
+	}
+	if err := held.decodeRecords(); err != nil {
+		t.Fatalf("%x: decodeRecords: %v", data, err)
+	}
+	held.encoded = nil
+	if !reflect.DeepEqual(held, want) {
+		t.Fatalf("%x: held batch decodes to %+v, want %+v", data, held, want)
+	}
+}
+
+// TestHeldBatch: the writer's batch reaches it from the runner's bytes
+// before it can reserve memory. Decoding it (decodeHeldBatch) allocates
+// nothing per record: the records are checked and stay encoded until the
+// writer, having reserved, decodes them; a batch the writer gives back
+// re-encodes as the bytes it came in.
+func TestHeldBatch(t *testing.T) {
+	const records = 20_000
+	b := batch{Destination: "d", Window: "global", Shards: 1, SubBatches: 1}
+	for i := range records {
+		b.Lines = append(b.Lines, fmt.Appendf(nil, "record %06d\n", i))
+	}
+	enc, err := encodeBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareHeld := func(data []byte) {
+		t.Helper()
+		want, err := decodeBatch(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeHeldBatch(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHeldBatch(t, data, got, want)
+	}
+	compareHeld(enc)
+	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin", "batch_v3.bin", "batch_v3_split.bin"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareHeld(data)
+	}
+	// Allocation: a whole decode makes a slice header per record; a held
+	// one a few fixed objects.
+	allocated := func(decode func([]byte) (batch, error)) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 10 {
+			if _, err := decode(enc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / 10
+	}
+	wholeBytes, heldBytes := allocated(decodeBatch), allocated(decodeHeldBatch)
+	t.Logf("allocated per decode of %d records: %d bytes whole, %d held", records, wholeBytes, heldBytes)
+	if wholeBytes < records*24 {
+		t.Fatalf("a whole decode allocated %d bytes, less than the %d of its slice headers: the measure is broken", wholeBytes, records*24)
+	}
+	if heldBytes > wholeBytes/20 {
+		t.Fatalf("a held decode of %d records allocated %d bytes (a whole one %d): it should allocate nothing per record", records, heldBytes, wholeBytes)
+	}
+}
+
+// TestEmittedBatchEncodedOnce: the SDK encodes a batch Batch emits to hand
+// it over, and again to sample its size in each PCollection it passes
+// through in the stage; the copies it makes share one encoding, made
+// once, the same bytes encodeBatch makes of the records. So does every
+// sub-batch of a spilled group.
+func TestEmittedBatchEncodedOnce(t *testing.T) {
+	var recs [][]byte
+	for i := range 3000 {
+		recs = append(recs, fmt.Appendf(nil, "%05d some record\n", (i*7919)%3000))
+	}
+	for _, limit := range []int64{1 << 20, 16 << 10} { // whole, then spilled into sub-batches
+		head := batch{Destination: "d", Window: "global", Shard: 1, Shards: 2, SubBatches: 1}
+		var got []batch
+		if err := gatherBatches(head, limit, sliceValues(recs), nil, func(b batch) { got = append(got, b) }); err != nil {
+			t.Fatal(err)
+		}
+		if limit < 1<<20 && len(got) < 2 {
+			t.Fatalf("limit %d: %d batches, want sub-batches", limit, len(got))
+		}
+		for _, b := range got {
+			if b.encoded == nil {
+				t.Fatalf("limit %d: sub-batch %d was emitted without an encoding memo", limit, b.SubBatch)
+			}
+			want, err := encodeBatchRecords(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := encodeBatch(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := b // a copy, as the SDK's element holds it
+			second, err := encodeBatch(held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(first, want) || &first[0] != &second[0] {
+				t.Fatalf("limit %d: sub-batch %d encodes to %d bytes, then to another copy (want one encoding of %d bytes)", limit, b.SubBatch, len(first), len(want))
+			}
+			if n := testing.AllocsPerRun(10, func() { _, _ = encodeBatch(held) }); n != 0 {
+				t.Fatalf("limit %d: encoding an encoded batch again allocates %v times", limit, n)
+			}
+		}
 	}
 }

@@ -38,7 +38,10 @@ import (
 //     group) before it writes a byte, without waiting. When the budget is
 //     short it gives the element back to the runner as a residual (a
 //     self-checkpoint before its first record) and asks to be resumed
-//     later: the runner holds the batch meanwhile, not the worker.
+//     later: the runner holds the batch meanwhile, not the worker. A batch
+//     decoded from the runner's bytes keeps its records encoded until the
+//     reservation succeeds (encodedRecords), so a batch given back cost
+//     the sink no allocation and goes back as the bytes it came in.
 //
 // Waiters are served in order, and a reservation without waiting fails
 // while anybody waits, so that a large wait is not starved by small

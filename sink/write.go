@@ -33,7 +33,7 @@ func init() {
 
 	beam.RegisterType(reflect.TypeFor[FileResult]())
 	beam.RegisterType(reflect.TypeFor[pendingFile]())
-	beam.RegisterCoder(reflect.TypeFor[batch](), encodeBatch, decodeBatch)
+	beam.RegisterCoder(reflect.TypeFor[batch](), encodeBatch, decodeHeldBatch)
 	beam.RegisterCoder(reflect.TypeFor[restriction](), encodeRestriction, decodeRestriction)
 }
 

@@ -110,7 +110,8 @@ func (f *writeFilesFn) init(client s3API) error {
 }
 
 func (f *writeFilesFn) CreateInitialRestriction(b batch) restriction {
-	return restriction{End: int64(len(b.Lines))}
+	n, _ := b.size()
+	return restriction{End: n}
 }
 
 // SplitRestriction keeps each batch whole: its files are written in order by
@@ -195,15 +196,17 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	if err := rest.validate(); err != nil {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 	}
-	if rest.End > int64(len(b.Lines)) {
-		return sdf.StopProcessing(), fmt.Errorf("s3once sink: restriction %v exceeds the batch's %d records", rest, len(b.Lines))
+	count, size := b.size()
+	if rest.End > count {
+		return sdf.StopProcessing(), fmt.Errorf("s3once sink: restriction %v exceeds the batch's %d records", rest, count)
 	}
 	// The worker's memory budget (membudget.go): the batch, its file's part
 	// buffers and encoder, reserved whole before anything is written. When
 	// they do not fit, the batch goes back to the runner as it is (a
-	// checkpoint before its next record) to be resumed later.
-	size := recordBytes(b.Lines)
-	mem := workerMemory.fit(ctx, f.S.writerMemory(size, int64(len(b.Lines))), "a batch")
+	// checkpoint before its next record) to be resumed later; a batch from
+	// the runner's bytes goes back as those bytes, its records never
+	// decoded here (encodedRecords).
+	mem := workerMemory.fit(ctx, f.S.writerMemory(size, count), "a batch")
 	if !workerMemory.tryAcquire(mem) {
 		if err := armTracker(rt, rest); err != nil {
 			return sdf.StopProcessing(), err
@@ -212,6 +215,9 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 		return sdf.ResumeProcessingIn(deferDelay()), nil
 	}
 	defer workerMemory.release(mem)
+	if err := b.decodeRecords(); err != nil {
+		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
+	}
 	w := &fileWriter{fn: f, ctx: ctx, b: &b, bf: bf, emit: emit,
 		index: rest.FileIndex, records: rest.FileRecords, bytes: rest.FileBytes}
 	defer w.dispose()
