@@ -59,6 +59,7 @@ type batch struct {
 type encodedRecords struct {
 	mu      sync.Mutex
 	frame   []byte // the batch's encoding, as encodeBatch makes it
+	decoded bool   // frame is the runner's bytes (decodeHeldBatch)
 	records []byte // the length-prefixed records, aliasing frame (decoded batches)
 	count   int64
 	bytes   int64 // record bytes (decoded batches)
@@ -97,6 +98,26 @@ func (b *batch) decodeRecords() error {
 	}
 	b.Lines = lines
 	return nil
+}
+
+// dropOwnEncoding lets go of an emitted batch's memoized encoding, which
+// its copies share: the writer calls it once it holds the batch's records.
+// Where a runner fuses Batch with the writer, the SDK's size sampling fills
+// the memo on the way, and the memo would otherwise keep a second copy of
+// the batch, outside the worker budget, for as long as the writer writes.
+// A batch decoded from the runner's bytes keeps them: its records alias
+// them, so they cost nothing more. A later encoding (a residual) makes the
+// bytes anew from the records.
+func (b *batch) dropOwnEncoding() {
+	e := b.encoded
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.decoded {
+		e.frame = nil
+	}
 }
 
 // batchFn turns a group into batches. It holds at most MaxBatchBytes of
@@ -564,7 +585,7 @@ func decodeBatchPayload(version byte, payload []byte, hold bool) (batch, error) 
 		return batch{}, err
 	}
 	if hold {
-		b.encoded = &encodedRecords{records: records, count: int64(count), bytes: recBytes}
+		b.encoded = &encodedRecords{decoded: true, records: records, count: int64(count), bytes: recBytes}
 	}
 	return b, nil
 }

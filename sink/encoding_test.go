@@ -345,6 +345,13 @@ func checkHeldBatch(t *testing.T, data []byte, held, want batch) {
 	if err := held.decodeRecords(); err != nil {
 		t.Fatalf("%x: decodeRecords: %v", data, err)
 	}
+	if held.encoded != nil {
+		// The records alias the runner's bytes: the writer keeps them.
+		held.dropOwnEncoding()
+		if enc, err := encodeBatch(held); err != nil || &enc[0] != &data[0] {
+			t.Fatalf("%x: a held batch dropped the runner's bytes it aliases (%v)", data, err)
+		}
+	}
 	held.encoded = nil
 	if !reflect.DeepEqual(held, want) {
 		t.Fatalf("%x: held batch decodes to %+v, want %+v", data, held, want)
@@ -450,6 +457,19 @@ func TestEmittedBatchEncodedOnce(t *testing.T) {
 			}
 			if n := testing.AllocsPerRun(10, func() { _, _ = encodeBatch(held) }); n != 0 {
 				t.Fatalf("limit %d: encoding an encoded batch again allocates %v times", limit, n)
+			}
+			// The writer lets go of the memo once it holds the records; an
+			// encoding after that (a residual) is made anew, the same bytes.
+			held.dropOwnEncoding()
+			if b.encoded.frame != nil {
+				t.Fatalf("limit %d: sub-batch %d keeps its encoding after the writer dropped it", limit, b.SubBatch)
+			}
+			third, err := encodeBatch(held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(third, want) || &third[0] == &first[0] {
+				t.Fatalf("limit %d: sub-batch %d re-encodes after the drop to %d bytes (want a new encoding of %d bytes)", limit, b.SubBatch, len(third), len(want))
 			}
 		}
 	}

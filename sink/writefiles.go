@@ -218,6 +218,7 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	if err := b.decodeRecords(); err != nil {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 	}
+	b.dropOwnEncoding()
 	w := &fileWriter{fn: f, ctx: ctx, b: &b, bf: bf, emit: emit,
 		index: rest.FileIndex, records: rest.FileRecords, bytes: rest.FileBytes}
 	defer w.dispose()
