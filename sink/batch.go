@@ -535,9 +535,9 @@ func decodeLegacyBatch(data []byte) (byte, []byte, error) {
 	return data[4], body[5:], nil
 }
 
-// decodeBatchPayload reads a payload of the given version (1 to 3). With
-// hold, it checks the records but leaves them encoded (b.encoded, its
-// frame for the caller to set).
+// decodeBatchPayload reads a payload of the given version (1 to 3). It
+// checks the records; with hold it leaves them encoded (b.encoded, its
+// frame for the caller to set), without it splits them (decodeRecords).
 func decodeBatchPayload(version byte, payload []byte, hold bool) (batch, error) {
 	r := frame.NewReader("batch", payload)
 	var b batch
@@ -570,22 +570,19 @@ func decodeBatchPayload(version byte, payload []byte, hold bool) (batch, error) 
 		return batch{}, errors.New("empty window name")
 	}
 	records := payload[len(payload)-r.Remaining():]
-	if !hold {
-		b.Lines = make([][]byte, 0, count)
-	}
 	var recBytes int64
 	for range count {
-		l := r.Bytes("record", 0, r.Remaining())
-		recBytes += int64(len(l))
-		if !hold {
-			b.Lines = append(b.Lines, l)
-		}
+		recBytes += int64(len(r.Bytes("record", 0, r.Remaining())))
 	}
 	if err := r.Finish(); err != nil {
 		return batch{}, err
 	}
-	if hold {
-		b.encoded = &encodedRecords{decoded: true, records: records, count: int64(count), bytes: recBytes}
+	b.encoded = &encodedRecords{decoded: true, records: records, count: int64(count), bytes: recBytes}
+	if !hold {
+		if err := b.decodeRecords(); err != nil {
+			return batch{}, err
+		}
+		b.encoded = nil
 	}
 	return b, nil
 }
