@@ -79,8 +79,11 @@ func (discardGroupFn) ProcessElement(_ uint64, rs func(*string) bool) {
 // floorSides are the sides BenchmarkPipelineFloor runs in turns: the floor
 // (records consumed where they are made), the naive shuffle (the records
 // keyed by a hash, grouped by key and discarded: what any sink that shards
-// must at least pay), and sink.Write without and with compression.
-var floorSides = []string{"floor", "shuffle", "sink", "sink-gzip"}
+// must at least pay), the packed shuffle without and with a splittable
+// DoFn after it (packed_test.go: what a sink that packs its records before
+// its shuffle, as this one does, must at least pay, and that with its
+// writer's stage boundary), and sink.Write without and with compression.
+var floorSides = []string{"floor", "shuffle", "packed", "packed-sdf", "sink", "sink-gzip"}
 
 // floorRatios are the throughput ratios BenchmarkPipelineFloor reports:
 // {faster if above 1, the other}.
@@ -90,20 +93,24 @@ var floorRatios = [][2]string{
 	{"sink-gzip", "floor"},
 	{"sink-gzip", "shuffle"},
 	{"shuffle", "floor"},
+	{"packed", "floor"},
+	{"packed-sdf", "floor"},
+	{"sink", "packed-sdf"},
 }
 
 // BenchmarkPipelineFloor runs, on prism in this process, the same records
-// through the floor, the naive shuffle and sink.Write (Compression "none",
+// through the floor, the naive and the packed shuffles and sink.Write (Compression "none",
 // then "gzip") in turns: one operation is one pipeline of each side, in an
 // order that rotates from operation to operation, as BenchmarkUploadInTurns
 // does, so that the machine's drift lands on every side alike. The sink
-// sides write DefaultShards shards to the local server; the floor and the
-// shuffle write nothing.
+// sides write DefaultShards shards to the local server; the others write
+// nothing.
 //
 // Metrics, each the geometric mean over the operations of the ratio of two
 // sides' records/s in that operation (above 1: the first is faster):
-// sink/floor, sink/shuffle, sink-gzip/floor, sink-gzip/shuffle and
-// shuffle/floor (floorRatios); and each side's own records/s.
+// sink/floor, sink/shuffle, sink-gzip/floor, sink-gzip/shuffle,
+// shuffle/floor, packed/floor, packed-sdf/floor and sink/packed-sdf
+// (floorRatios); and each side's own records/s.
 func BenchmarkPipelineFloor(b *testing.B) {
 	for _, records := range []int{100_000, 1_000_000} {
 		b.Run("records="+strconv.Itoa(records), func(b *testing.B) {
@@ -123,6 +130,9 @@ func BenchmarkPipelineFloor(b *testing.B) {
 				case "shuffle":
 					col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, imp)
 					beam.ParDo0(s, discardGroupFn{}, beam.GroupByKey(s, beam.ParDo(s, shuffleKeyFn{}, col)))
+				case "packed", "packed-sdf":
+					col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, imp)
+					packedShuffle(s, col, side)
 				case "sink", "sink-gzip":
 					col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, imp)
 					cfg := sink.Config{
@@ -146,7 +156,7 @@ func BenchmarkPipelineFloor(b *testing.B) {
 					if floorRecords.Load() != int64(records) || floorBytes.Load() != total {
 						b.Fatalf("the floor consumed %d records of %d bytes, want %d of %d", floorRecords.Load(), floorBytes.Load(), records, total)
 					}
-				case "shuffle":
+				case "shuffle", "packed", "packed-sdf":
 					if shuffled.Load() != int64(records) {
 						b.Fatalf("the shuffle grouped %d records, want %d", shuffled.Load(), records)
 					}
@@ -196,7 +206,7 @@ func BenchmarkPipelineFloor(b *testing.B) {
 	}
 }
 
-// TestFloorSidesCount: the floor and the shuffle really handle every
+// TestFloorSidesCount: the floor and the shuffles really handle every
 // record (a benchmark whose floor dropped its records would flatter the
 // sink), on a small input.
 func TestFloorSidesCount(t *testing.T) {
@@ -204,6 +214,7 @@ func TestFloorSidesCount(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	imp := beam.Impulse(s)
 	floorRecords.Store(0)
+	floorBytes.Store(0)
 	shuffled.Store(0)
 	beam.ParDo0(s, &floorGenerateFn{Records: records, Len: recordLen}, imp)
 	col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, imp)
@@ -213,5 +224,18 @@ func TestFloorSidesCount(t *testing.T) {
 	}
 	if floorRecords.Load() != records || floorBytes.Load() != records*(recordLen+1) || shuffled.Load() != records {
 		t.Fatalf("floor %d records (%d bytes), shuffle %d records; want %d records (%d bytes) each", floorRecords.Load(), floorBytes.Load(), shuffled.Load(), records, records*(recordLen+1))
+	}
+	// The packed shuffles, on more records than one pack holds.
+	for _, side := range []string{"packed", "packed-sdf"} {
+		const records = 40_000
+		p, s := beam.NewPipelineWithRoot()
+		shuffled.Store(0)
+		packedShuffle(s, beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, beam.Impulse(s)), side)
+		if err := ptest.Run(p); err != nil {
+			t.Fatalf("%s: %v", side, err)
+		}
+		if shuffled.Load() != records {
+			t.Fatalf("%s grouped %d records, want %d", side, shuffled.Load(), records)
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package main
 
+import "fmt"
+
 // group is one benchmark function and the sub-benchmarks to run of it: the
 // cross product of dims, each run once per round as its own process.
 type group struct {
@@ -168,16 +170,17 @@ func pipelineGroup(records ...string) group {
 
 // floorSides is the number of sides BenchmarkPipelineFloor runs in turns
 // (the bench package's floorSides).
-const floorSides = 4
+const floorSides = 6
 
 // floorGroup runs BenchmarkPipelineFloor: sink.Write (with and without
-// gzip) against the floor and the naive shuffle, in turns within each
-// process, 4 operations (each a pipeline of every side) a run, so that
-// every side takes each place in the order once.
+// gzip) against the floor, the naive shuffle and the packed shuffles, in
+// turns within each process, floorSides operations (each a pipeline of
+// every side) a run, so that every side takes each place in the order
+// once.
 func floorGroup(records ...string) group {
 	times := map[string]string{}
 	for _, r := range records {
-		times[r] = "4x"
+		times[r] = fmt.Sprintf("%dx", floorSides)
 	}
 	return group{
 		name: "floor", bench: "BenchmarkPipelineFloor",
@@ -319,6 +322,9 @@ func checks() []check {
 			check{title: "sink.Write with gzip vs the floor in turns, " + records + " records: records/s", test: f, unit: "sink-gzip/floor", inRun: true},
 			check{title: "sink.Write with gzip vs the naive shuffle in turns, " + records + " records: records/s", test: f, unit: "sink-gzip/shuffle", inRun: true},
 			check{title: "The naive shuffle vs the floor in turns, " + records + " records: records/s", test: f, unit: "shuffle/floor", inRun: true},
+			check{title: "The packed shuffle vs the floor in turns, " + records + " records: records/s", test: f, unit: "packed/floor", inRun: true},
+			check{title: "The packed shuffle and a splittable DoFn vs the floor in turns, " + records + " records: records/s", test: f, unit: "packed-sdf/floor", inRun: true},
+			check{title: "sink.Write vs the packed shuffle and a splittable DoFn in turns, " + records + " records: records/s", test: f, unit: "sink/packed-sdf", inRun: true},
 		)
 	}
 	cs = append(cs,
