@@ -111,9 +111,10 @@ fuzz:
 # with three sides in turns; the uploader as a fourth adds about 50 s a
 # round; the runs in turns and the pipeline and Parquet sides at 1e6
 # records are most of it; far longer with other work running), plus about
-# a minute and a half a round for the floor group (4 pipelines of each of
-# 4 sides at 1e5 and 1e6 records) and the table-commit group (1,000
-# snapshots set up, then 3 windows of 64 MiB), so about 40 minutes in all;
+# three and a half minutes a round for the floor group (6 pipelines of each
+# of 6 sides at 1e5 and 1e6 records; the naive shuffle at 1e6 is half of
+# it) and the table-commit group (1,000 snapshots set up, then 3 windows of
+# 64 MiB), so about an hour in all;
 # `make bench-quick` is a smoke run of a few minutes (fewer rounds, smaller
 # sizes).
 BENCH_OUT := bench-out
