@@ -2,6 +2,8 @@ package sink
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -69,6 +71,45 @@ func BenchmarkBatchEncoding(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkSealPack seals 1 MiB packs as Encode hands them over and reads
+// them back as Batch does: records that compress (numbered CSV rows) and
+// records that do not (random bytes, which sealPack leaves as they are
+// after one attempt). Its bytes/s are the records'.
+func BenchmarkSealPack(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := map[string]func(i int) []byte{
+		"records=csv": func(i int) []byte { return fmt.Appendf(nil, "%08d,user%05d,%s,ok\n", i, i%20000, "2026-12-05") },
+		"records=random": func(int) []byte {
+			r := make([]byte, 100)
+			for j := range r {
+				r[j] = byte(rng.Uint32())
+			}
+			return r
+		},
+	}
+	for name, rec := range shapes {
+		b.Run(name, func(b *testing.B) {
+			p := newPack(packBytes)
+			for i := 0; len(p) < packBytes; i++ {
+				p = appendRecord(p, rec(i))
+			}
+			b.SetBytes(int64(len(p) - 1))
+			var sealed []byte
+			for b.Loop() {
+				sealed = sealPack(p)
+				u := unpacker{packs: onePack(sealed)}
+				var r []byte
+				for u.next(&r) {
+				}
+				if err := u.failed(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(sealed))/float64(len(p)), "sealed/raw")
 		})
 	}
 }

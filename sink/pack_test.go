@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/klauspost/compress/s2"
 )
 
 // unpackAll reads every record of packs, copied.
@@ -148,17 +149,115 @@ func TestPackGolden(t *testing.T) {
 	}
 }
 
+// compressiblePack is a version 1 pack of records that s2 compresses well,
+// more than packCompressMin bytes of them: the records of
+// testdata/pack_v1.bin, then numbered CSV rows.
+func compressiblePack() ([]byte, [][]byte) {
+	recs := slices.Clone(goldenPackRecords)
+	for i := range 200 {
+		recs = append(recs, fmt.Appendf(nil, "%06d,user%04d,ok\n", i, i%50))
+	}
+	p := newPack(0)
+	for _, r := range recs {
+		p = appendRecord(p, r)
+	}
+	return p, recs
+}
+
+// TestPackGoldenCompressed pins the reading of a compressed pack (version
+// 2): testdata/pack_v2.bin, as sealPack made it, reads back as its
+// records. sealPack's bytes today need only read back the same: the s2
+// encoder may choose other bytes for the same block in another release,
+// and the reader reads them all.
+func TestPackGoldenCompressed(t *testing.T) {
+	raw, recs := compressiblePack()
+	sealed := sealPack(raw)
+	path := filepath.Join("testdata", "pack_v2.bin")
+	if *update {
+		if err := os.WriteFile(path, sealed, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	for name, p := range map[string][]byte{"testdata/pack_v2.bin": want, "sealPack": sealed} {
+		if len(p) == 0 || p[0] != packCompressed {
+			t.Fatalf("%s does not start with version %d", name, packCompressed)
+		}
+		got, err := unpackAll([][]byte{p})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.EqualFunc(got, recs, bytes.Equal) {
+			t.Fatalf("%s holds %d records, not the %d it was made of", name, len(got), len(recs))
+		}
+	}
+}
+
+// TestSealPack: a pack goes compressed only when its records are within
+// packCompressMin and packCompressMax bytes and compress by an eighth or
+// more; then it is smaller and reads back the same, beside version 1
+// packs in one group.
+func TestSealPack(t *testing.T) {
+	raw, recs := compressiblePack()
+	sealed := sealPack(raw)
+	if sealed[0] != packCompressed || len(sealed) > len(raw)/2 {
+		t.Fatalf("a pack of %d bytes of CSV rows sealed to version %d, %d bytes; want version %d and at most half", len(raw), sealed[0], len(sealed), packCompressed)
+	}
+	got, err := unpackAll([][]byte{goldenPack(), sealed, goldenPack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Concat(goldenPackRecords, recs, goldenPackRecords)
+	if !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("a group of version 1, 2 and 1 packs read back %d records, want %d", len(got), len(want))
+	}
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := make([]byte, 64<<10)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	big := newPack(packCompressMax)
+	for len(big) <= packCompressMax+1 {
+		big = appendRecord(big, bytes.Repeat([]byte("z"), 1000))
+	}
+	kept := map[string][]byte{
+		"under packCompressMin": goldenPack(),
+		"over packCompressMax":  big,
+		"random records":        appendRecord(newPack(0), random),
+	}
+	for name, p := range kept {
+		if out := sealPack(p); &out[0] != &p[0] || len(out) != len(p) {
+			t.Errorf("%s: sealPack made a new pack of version %d, want the pack itself", name, out[0])
+		}
+	}
+}
+
 // TestUnpackRefuses checks that a malformed pack is an error wrapping
 // errPack, and that Batch emits nothing for a group holding one.
 func TestUnpackRefuses(t *testing.T) {
 	good := goldenPack()
+	raw, _ := compressiblePack()
+	sealed := sealPack(raw)
+	// A block that says it holds one byte more than a pack is ever
+	// compressed with, and holds it.
+	huge := append([]byte{packCompressed}, s2.Encode(nil, make([]byte, packCompressMax+1))...)
 	cases := map[string][]byte{
-		"empty value":        {},
-		"other version":      append([]byte{2}, good[1:]...),
-		"a record cut":       good[:len(good)-1],
-		"a length cut":       good[:len(good)-len(goldenPackRecords[3])-1],
-		"non-minimal length": {packVersion, 0x81, 0x00, 'a'},
-		"length overflow":    {packVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"empty value":                 {},
+		"other version":               append([]byte{3}, good[1:]...),
+		"compressed, block cut":       sealed[:len(sealed)-1],
+		"compressed, not a block":     append([]byte{packCompressed}, good[1:]...),
+		"compressed, nothing":         {packCompressed},
+		"compressed, too large":       huge,
+		"compressed, a record cut":    append([]byte{packCompressed}, s2.Encode(nil, good[1:len(good)-1])...),
+		"compressed, length overflow": append([]byte{packCompressed}, s2.Encode(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})...),
+		"a record cut":                good[:len(good)-1],
+		"a length cut":                good[:len(good)-len(goldenPackRecords[3])-1],
+		"non-minimal length":          {packVersion, 0x81, 0x00, 'a'},
+		"length overflow":             {packVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 	}
 	for name, bad := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -176,12 +275,16 @@ func TestUnpackRefuses(t *testing.T) {
 }
 
 func FuzzUnpack(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join("testdata", "pack_v1.bin")); err == nil {
-		f.Add(b)
+	for _, name := range []string{"pack_v1.bin", "pack_v2.bin"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add([]byte{})
 	f.Add([]byte{packVersion})
 	f.Add([]byte{packVersion, 0x80, 0x00})
+	f.Add([]byte{packCompressed})
+	f.Add(append([]byte{packCompressed}, s2.Encode(nil, goldenPack()[1:])...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := unpackAll([][]byte{data})
 		if err != nil {
@@ -190,12 +293,22 @@ func FuzzUnpack(f *testing.F) {
 			}
 			return
 		}
-		// What decodes is canonical: its records pack to the same bytes.
+		// What decodes is canonical: its records pack to the same bytes
+		// (a compressed pack's: to the bytes its block holds; s2 may
+		// write one block in several ways).
+		body := data
+		if data[0] == packCompressed {
+			dec, err := s2.Decode(nil, data[1:])
+			if err != nil {
+				t.Fatalf("%x unpacks, but its block does not decode: %v", data, err)
+			}
+			body = append([]byte{packVersion}, dec...)
+		}
 		p := newPack(0)
 		for _, r := range recs {
 			p = appendRecord(p, r)
 		}
-		if !bytes.Equal(p, data) {
+		if !bytes.Equal(p, body) {
 			t.Fatalf("%x unpacks to %q, which packs to %x", data, recs, p)
 		}
 	})
