@@ -42,11 +42,12 @@ type batch struct {
 	// fills it): the runner's bytes for a batch decoded from them
 	// (decodeHeldBatch), whose records it also keeps encoded, Lines nil,
 	// until the writer has reserved memory for them and calls
-	// decodeRecords; empty for a batch Batch emits, which the SDK encodes
-	// once to hand it over and, to sample its size, up to once more per
-	// PCollection it passes through in the stage. Nil otherwise (a batch
-	// made by hand). Shared by the copies of one emitted batch, which never
-	// change its records.
+	// decodeRecords. For a batch Batch emits it holds the records
+	// themselves (Lines nil) and, once the SDK has encoded the batch to
+	// hand it over (and, to sample its size, up to once more per
+	// PCollection it passes through in the stage), that encoding; see
+	// emitted. Nil otherwise (a batch made by hand). Shared by the copies
+	// of one batch, which never change its records.
 	encoded *encodedRecords
 }
 
@@ -62,22 +63,48 @@ type encodedRecords struct {
 	decoded bool   // frame is the runner's bytes (decodeHeldBatch)
 	records []byte // the length-prefixed records, aliasing frame (decoded batches)
 	count   int64
-	bytes   int64 // record bytes (decoded batches)
+	bytes   int64    // record bytes (decoded batches)
+	lines   [][]byte // an emitted batch's records, until handedOver
+	spent   bool     // handedOver: lines and frame are gone
 }
 
-// emitted returns b with an empty encoding memo, for the copies the SDK
-// makes of it to share.
+// emitted returns b as Batch hands it to the runner: its records move into
+// a new memo that the copies the SDK makes of the element share, so that
+// handedOver can let go of them for every copy at once.
 func (b batch) emitted() batch {
-	b.encoded = &encodedRecords{}
+	b.encoded = &encodedRecords{lines: b.Lines}
+	b.Lines = nil
 	return b
 }
 
+// handedOver lets go of an emitted batch's records and encoding, once the
+// element has passed through the stage (the runner holds its bytes). The
+// SDK keeps copies of the last element a DoFn saw in its invokers until the
+// bundle ends, so without this a bundle of many groups would hold a batch
+// after its reservation ended, and a worker running many such bundles many
+// batches, outside the budget. Encoding a spent batch is an error, never an
+// empty batch.
+func (e *encodedRecords) handedOver() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lines, e.frame, e.spent = nil, nil, true
+}
+
+// errBatchSpent is returned for a batch used after Batch handed it over.
+var errBatchSpent = errors.New("s3once sink: a batch was used after the runner took it (an SDK change?); its records are gone, so the bundle fails and is retried")
+
 // size returns the batch's record count and record bytes, decoded or not.
 func (b *batch) size() (count, recBytes int64) {
-	if b.encoded != nil && b.Lines == nil {
-		return b.encoded.count, b.encoded.bytes
+	lines := b.Lines
+	if e := b.encoded; e != nil && lines == nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.decoded {
+			return e.count, e.bytes
+		}
+		lines = e.lines
 	}
-	return int64(len(b.Lines)), recordBytes(b.Lines)
+	return int64(len(lines)), recordBytes(lines)
 }
 
 // decodeRecords makes Lines from the encoded records (aliasing them), once
@@ -86,6 +113,15 @@ func (b *batch) size() (count, recBytes int64) {
 func (b *batch) decodeRecords() error {
 	e := b.encoded
 	if e == nil || b.Lines != nil {
+		return nil
+	}
+	if !e.decoded {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.spent {
+			return errBatchSpent
+		}
+		b.Lines = e.lines
 		return nil
 	}
 	r := frame.NewReader("batch", e.records)
@@ -304,7 +340,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 	if sp == nil {
 		slices.SortFunc(lines, bytes.Compare)
 		head.Lines = lines
-		emit(head.emitted())
+		emit(head)
 		return nil
 	}
 	if err := sp.finish(); err != nil {
@@ -347,7 +383,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 		slices.SortFunc(lines, bytes.Compare)
 		b := head
 		b.SubBatch, b.SubBatches, b.Lines = j, n, lines
-		emit(b.emitted())
+		emit(b)
 		budget.release(held)
 		held = 0
 	}
@@ -441,6 +477,12 @@ func encodeBatch(b batch) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.frame == nil {
+		if e.spent {
+			return nil, errBatchSpent
+		}
+		if b.Lines == nil {
+			b.Lines = e.lines
+		}
 		out, err := encodeBatchRecords(b)
 		if err != nil {
 			return nil, err

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/minio/crc64nvme"
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/internal/frame"
@@ -420,7 +424,9 @@ func TestHeldBatch(t *testing.T) {
 // it over, and again to sample its size in each PCollection it passes
 // through in the stage; the copies it makes share one encoding, made
 // once, the same bytes encodeBatch makes of the records. So does every
-// sub-batch of a spilled group.
+// sub-batch of a spilled group. Once the stage has taken the batch, the
+// copies the SDK keeps hold neither its records nor its encoding, and
+// using one is an error, never an empty batch.
 func TestEmittedBatchEncodedOnce(t *testing.T) {
 	var recs [][]byte
 	for i := range 3000 {
@@ -436,41 +442,84 @@ func TestEmittedBatchEncodedOnce(t *testing.T) {
 			t.Fatalf("limit %d: %d batches, want sub-batches", limit, len(got))
 		}
 		for _, b := range got {
-			if b.encoded == nil {
-				t.Fatalf("limit %d: sub-batch %d was emitted without an encoding memo", limit, b.SubBatch)
-			}
 			want, err := encodeBatchRecords(b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, err := encodeBatch(b)
-			if err != nil {
+			var held batch // a copy, as the SDK's invokers keep it
+			passed := false
+			stage := elementFunc(func(fv *exec.FullValue) error {
+				held = fv.Elm.(batch)
+				if held.encoded == nil || held.Lines != nil {
+					t.Fatalf("limit %d: sub-batch %d was emitted without its records in a shared memo", limit, b.SubBatch)
+				}
+				if count, size := held.size(); count != int64(len(b.Lines)) || size != recordBytes(b.Lines) {
+					t.Fatalf("limit %d: sub-batch %d: size %d records, %d bytes, want %d, %d", limit, b.SubBatch, count, size, len(b.Lines), recordBytes(b.Lines))
+				}
+				first, err := encodeBatch(held)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again := held
+				second, err := encodeBatch(again)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(first, want) || &first[0] != &second[0] {
+					t.Fatalf("limit %d: sub-batch %d encodes to %d bytes, then to another copy (want one encoding of %d bytes)", limit, b.SubBatch, len(first), len(want))
+				}
+				if n := testing.AllocsPerRun(10, func() { _, _ = encodeBatch(again) }); n != 0 {
+					t.Fatalf("limit %d: encoding an encoded batch again allocates %v times", limit, n)
+				}
+				// A writer fused with Batch lets go of the memo's encoding
+				// once it holds the records; an encoding after that (a
+				// residual) is made anew, the same bytes.
+				w := held
+				if err := w.decodeRecords(); err != nil || len(w.Lines) != len(b.Lines) {
+					t.Fatalf("limit %d: sub-batch %d: the writer got %d records (%v), want %d", limit, b.SubBatch, len(w.Lines), err, len(b.Lines))
+				}
+				w.dropOwnEncoding()
+				if held.encoded.frame != nil {
+					t.Fatalf("limit %d: sub-batch %d keeps its encoding after the writer dropped it", limit, b.SubBatch)
+				}
+				third, err := encodeBatch(held)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(third, want) || &third[0] == &first[0] {
+					t.Fatalf("limit %d: sub-batch %d re-encodes after the drop to %d bytes (want a new encoding of %d bytes)", limit, b.SubBatch, len(third), len(want))
+				}
+				passed = true
+				return nil
+			})
+			em := newBatchEmitter(stage).(*batchEmitter)
+			if err := em.Init(context.Background(), typex.NoFiringPane(), window.SingleGlobalWindow, mtime.ZeroTimestamp); err != nil {
 				t.Fatal(err)
 			}
-			held := b // a copy, as the SDK's element holds it
-			second, err := encodeBatch(held)
-			if err != nil {
-				t.Fatal(err)
+			em.invoke(b)
+			if !passed {
+				t.Fatalf("limit %d: sub-batch %d never reached the stage", limit, b.SubBatch)
 			}
-			if !bytes.Equal(first, want) || &first[0] != &second[0] {
-				t.Fatalf("limit %d: sub-batch %d encodes to %d bytes, then to another copy (want one encoding of %d bytes)", limit, b.SubBatch, len(first), len(want))
+			// Handed over: the kept copy holds nothing and says so.
+			if held.encoded.lines != nil || held.encoded.frame != nil {
+				t.Fatalf("limit %d: sub-batch %d: the copy the SDK keeps still holds the records or their encoding", limit, b.SubBatch)
 			}
-			if n := testing.AllocsPerRun(10, func() { _, _ = encodeBatch(held) }); n != 0 {
-				t.Fatalf("limit %d: encoding an encoded batch again allocates %v times", limit, n)
+			if _, err := encodeBatch(held); !errors.Is(err, errBatchSpent) {
+				t.Fatalf("limit %d: encoding a batch after it was handed over: %v, want errBatchSpent", limit, err)
 			}
-			// The writer lets go of the memo once it holds the records; an
-			// encoding after that (a residual) is made anew, the same bytes.
-			held.dropOwnEncoding()
-			if b.encoded.frame != nil {
-				t.Fatalf("limit %d: sub-batch %d keeps its encoding after the writer dropped it", limit, b.SubBatch)
+			if err := held.decodeRecords(); !errors.Is(err, errBatchSpent) {
+				t.Fatalf("limit %d: reading a batch's records after it was handed over: %v, want errBatchSpent", limit, err)
 			}
-			third, err := encodeBatch(held)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(third, want) || &third[0] == &first[0] {
-				t.Fatalf("limit %d: sub-batch %d re-encodes after the drop to %d bytes (want a new encoding of %d bytes)", limit, b.SubBatch, len(third), len(want))
+			if len(b.Lines) == 0 {
+				t.Fatalf("limit %d: the gathered batch lost its records", limit)
 			}
 		}
 	}
+}
+
+// elementFunc is an exec.ElementProcessor that calls itself.
+type elementFunc func(*exec.FullValue) error
+
+func (f elementFunc) ProcessElement(_ context.Context, fv *exec.FullValue, _ ...exec.ReStream) error {
+	return f(fv)
 }

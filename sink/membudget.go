@@ -299,8 +299,11 @@ func (m *memBudget) hold(n int64) {
 // reuses, so a DoFn instance that the runner keeps for later bundles holds
 // its last batch (its records, up to MaxBatchBytes) after its
 // reservation ended, and a worker with many instances holds many. This one
-// passes each element on in a value of its own, which nothing keeps once
-// the element is passed on.
+// passes each element on in a value of its own, and once the stage has
+// taken it lets go of its records (handedOver): the restriction invokers
+// of the splittable writer that follows keep their last element until the
+// bundle ends, and a bundle of many groups would otherwise hold the last
+// batch while it gathers the next.
 type batchEmitter struct {
 	n   exec.ElementProcessor
 	est *sdf.WatermarkEstimator
@@ -325,6 +328,8 @@ func (e *batchEmitter) invoke(b batch) {
 	if e.est != nil {
 		(*e.est).(sdf.TimestampObservingEstimator).ObserveTimestamp(e.et.ToTime())
 	}
+	b = b.emitted()
+	defer b.encoded.handedOver()
 	if err := e.n.ProcessElement(e.ctx, &exec.FullValue{Pane: e.pn, Windows: e.ws, Timestamp: e.et, Elm: b}); err != nil {
 		// As the SDK's emitters do: the DoFn's invoker turns it into
 		// the bundle's error.
