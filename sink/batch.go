@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"math/bits"
 	"os"
 	"slices"
 	"sync"
@@ -59,9 +58,10 @@ type batch struct {
 // it has not reserved memory for.
 type encodedRecords struct {
 	mu      sync.Mutex
-	frame   []byte // the batch's encoding, as encodeBatch makes it
-	decoded bool   // frame is the runner's bytes (decodeHeldBatch)
-	records []byte // the length-prefixed records, aliasing frame (decoded batches)
+	frame   []byte             // the batch's encoding, as encodeBatch makes it
+	decoded bool               // frame is the runner's bytes (decodeHeldBatch)
+	records []byte             // the length-prefixed records, aliasing frame (decoded batches)
+	packed  *compressedRecords // instead of records, for version 4
 	count   int64
 	bytes   int64    // record bytes (decoded batches)
 	lines   [][]byte // an emitted batch's records, until handedOver
@@ -107,9 +107,9 @@ func (b *batch) size() (count, recBytes int64) {
 	return int64(len(lines)), recordBytes(lines)
 }
 
-// decodeRecords makes Lines from the encoded records (aliasing them), once
-// the caller has reserved memory for their slice headers; a batch with
-// Lines already has nothing to do.
+// decodeRecords makes Lines from the encoded records (aliasing them, or,
+// for version 4, a buffer it decompresses them into), once the caller has
+// reserved memory for them; a batch with Lines already has nothing to do.
 func (b *batch) decodeRecords() error {
 	e := b.encoded
 	if e == nil || b.Lines != nil {
@@ -124,13 +124,26 @@ func (b *batch) decodeRecords() error {
 		b.Lines = e.lines
 		return nil
 	}
-	r := frame.NewReader("batch", e.records)
+	records := e.records
+	if e.packed != nil {
+		var err error
+		if records, err = e.packed.decompress(); err != nil {
+			return fmt.Errorf("%w: %w", errBatchEncoding, err)
+		}
+	}
+	r := frame.NewReader("batch", records)
 	lines := make([][]byte, 0, e.count)
+	var size int64
 	for range e.count {
-		lines = append(lines, r.Bytes("record", 0, r.Remaining()))
+		l := r.Bytes("record", 0, r.Remaining())
+		lines = append(lines, l)
+		size += int64(len(l))
 	}
 	if err := r.Finish(); err != nil {
 		return fmt.Errorf("%w: %w", errBatchEncoding, err)
+	}
+	if size != e.bytes {
+		return fmt.Errorf("%w: %d bytes of records, %d were announced", errBatchEncoding, size, e.bytes)
 	}
 	b.Lines = lines
 	return nil
@@ -445,20 +458,22 @@ func subBatchHash(rec []byte) int {
 // the shard, the shard count, the sub-batch, the sub-batch count and the
 // number of records (minimal uvarints), then the records, each
 // length-prefixed (uvarint). The payload is written in place into the frame
-// and the decoded records alias the input: a batch of gigabytes is never
-// copied by its codec.
+// and the decoded records alias the input. Version 4 is the same with the
+// records compressed (batchchunks.go); encodeBatch writes it for all but
+// the smallest batches, and decoding it copies the records once, into the
+// buffer they are decompressed into.
 //
 // Versions 1 and 2 (written before version 3) had their own frame: magic,
 // version, payload, CRC-32C of everything before it, with no length field.
 // Their payloads are version 3's, without the sub-batch fields in version 1
 // (sub-batch 0 of 1). They still decode (decodeLegacyBatch), so that batches
-// in checkpoints taken by an earlier build are read by this one; encodeBatch
-// writes version 3 only. testdata/batch_v1.bin and batch_v2*.bin are
-// examples of them, batch_v3*.bin of version 3.
+// in checkpoints taken by an earlier build are read by this one.
+// testdata/batch_v1.bin and batch_v2*.bin are examples of them,
+// batch_v3*.bin of version 3, batch_v4*.bin of version 4.
 var batchFraming = frame.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: maxBatchPayload}
 
 const (
-	batchVersion = 3
+	batchVersion = batchCompressed // the newest version this build reads
 	// maxBatchPayload bounds a batch's payload: MaxMaxBatchBytes of records
 	// with their length prefixes and the header fields fit under it (for
 	// records of 4 bytes or more, terminator included), and so does the
@@ -492,17 +507,29 @@ func encodeBatch(b batch) ([]byte, error) {
 	return e.frame, nil
 }
 
-// encodeBatchRecords encodes b from its fields and Lines.
+// encodeBatchRecords encodes b from its fields and Lines: as version 4, or
+// version 3 for a batch too small to gain from compression.
 func encodeBatchRecords(b batch) ([]byte, error) {
+	version := byte(batchPlain)
+	if recordsSectionLen(b.Lines) >= batchCompressMin {
+		version = batchCompressed
+	}
+	return encodeBatchVersion(b, version)
+}
+
+// encodeBatchVersion encodes b as version 3 or 4.
+func encodeBatchVersion(b batch, version byte) ([]byte, error) {
 	if b.Shards < 1 || b.Shards > MaxShards || b.Shard < 0 || b.Shard >= b.Shards || b.Pane < 0 ||
 		b.SubBatches < 1 || b.SubBatches > maxSubBatches || b.SubBatch < 0 || b.SubBatch >= b.SubBatches {
 		return nil, fmt.Errorf("s3once sink: cannot encode batch: shard %d of %d, sub-batch %d of %d, pane %d", b.Shard, b.Shards, b.SubBatch, b.SubBatches, b.Pane)
 	}
-	size := 7*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window)
-	for _, l := range b.Lines {
-		size += (bits.Len(uint(len(l))|1)+6)/7 + len(l) // the length's uvarint, and the record
+	section := recordsSectionLen(b.Lines)
+	size := 8*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window) + section
+	if version == batchCompressed {
+		// At worst every chunk is stored, with its kind and length.
+		size += (section/batchChunkBytes + 1) * (1 + binary.MaxVarintLen32)
 	}
-	out, err := batchFraming.Begin(batchVersion, size)
+	out, err := batchFraming.Begin(version, size)
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: cannot encode batch: %w", err)
 	}
@@ -514,12 +541,20 @@ func encodeBatchRecords(b batch) ([]byte, error) {
 	out = binary.AppendUvarint(out, uint64(b.SubBatch))
 	out = binary.AppendUvarint(out, uint64(b.SubBatches))
 	out = binary.AppendUvarint(out, uint64(len(b.Lines)))
-	for _, l := range b.Lines {
-		out = binary.AppendUvarint(out, uint64(len(l)))
-		out = append(out, l...)
+	if version == batchCompressed {
+		out = appendCompressedRecords(out, b.Lines, section)
+	} else {
+		for _, l := range b.Lines {
+			out = binary.AppendUvarint(out, uint64(len(l)))
+			out = append(out, l...)
+		}
 	}
 	if out, err = batchFraming.End(out); err != nil {
 		return nil, fmt.Errorf("s3once sink: cannot encode batch of %d records: %w", len(b.Lines), err)
+	}
+	if cap(out) > 2*len(out) {
+		// Compressed well: keep no room for the records uncompressed.
+		out = bytes.Clone(out)
 	}
 	return out, nil
 }
@@ -554,7 +589,7 @@ func decodeBatchAs(data []byte, hold bool) (batch, error) {
 	if err != nil {
 		return batch{}, fmt.Errorf("%w: %w", errBatchEncoding, err)
 	}
-	b, err := decodeBatchPayload(version, payload, hold && version == batchVersion)
+	b, err := decodeBatchPayload(version, payload, hold && version >= batchPlain)
 	if err != nil {
 		return batch{}, fmt.Errorf("%w: %w", errBatchEncoding, err)
 	}
@@ -593,7 +628,14 @@ func decodeBatchPayload(version byte, payload []byte, hold bool) (batch, error) 
 		sub = r.Uvarint("sub-batch", maxSubBatches-1)
 		subs = r.Uvarint("sub-batch count", maxSubBatches)
 	}
-	count := r.Uvarint("record count", uint64(r.Remaining()))
+	var count, recBytes uint64
+	var packed *compressedRecords
+	if version == batchCompressed {
+		count = r.Uvarint("record count", maxBatchPayload)
+		recBytes = r.Uvarint("record bytes", maxBatchPayload)
+	} else {
+		count = r.Uvarint("record count", uint64(r.Remaining()))
+	}
 	if err := r.Err(); err != nil {
 		return batch{}, err
 	}
@@ -612,14 +654,26 @@ func decodeBatchPayload(version byte, payload []byte, hold bool) (batch, error) 
 		return batch{}, errors.New("empty window name")
 	}
 	records := payload[len(payload)-r.Remaining():]
-	var recBytes int64
-	for range count {
-		recBytes += int64(len(r.Bytes("record", 0, r.Remaining())))
+	if version == batchCompressed {
+		// The records are checked when they are decompressed
+		// (decodeRecords); here, the chunks' framing and the sizes.
+		section, err := readChunks(records)
+		if err != nil {
+			return batch{}, err
+		}
+		if count > uint64(section) || recBytes > uint64(section)-count {
+			return batch{}, fmt.Errorf("%d records of %d bytes in a records section of %d bytes", count, recBytes, section)
+		}
+		packed, records = &compressedRecords{chunks: records, section: section}, nil
+	} else {
+		for range count {
+			recBytes += uint64(len(r.Bytes("record", 0, r.Remaining())))
+		}
+		if err := r.Finish(); err != nil {
+			return batch{}, err
+		}
 	}
-	if err := r.Finish(); err != nil {
-		return batch{}, err
-	}
-	b.encoded = &encodedRecords{decoded: true, records: records, count: int64(count), bytes: recBytes}
+	b.encoded = &encodedRecords{decoded: true, records: records, packed: packed, count: int64(count), bytes: int64(recBytes)}
 	if !hold {
 		if err := b.decodeRecords(); err != nil {
 			return batch{}, err

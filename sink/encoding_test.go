@@ -3,9 +3,11 @@ package sink
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -46,6 +48,46 @@ func fixtureToken(t testing.TB) []byte {
 func fixtureBatch() batch {
 	return batch{Destination: "country=fr", Window: "20240601T100000Z-20240601T100100Z", Pane: 2, Shard: 1, Shards: 3, SubBatches: 1,
 		Lines: [][]byte{[]byte(""), []byte("a\n"), []byte("b,c\n"), bytes.Repeat([]byte("x"), 200)}}
+}
+
+// fixtureCompressedBatch is a batch encodeBatch writes as version 4, with
+// chunks of both kinds: a mebibyte of records that compress (one s2
+// chunk), then records that do not (seeded random bytes, stored), and
+// records that cross the boundary between them.
+func fixtureCompressedBatch() batch {
+	b := fixtureBatch()
+	b.Lines = [][]byte{[]byte("")}
+	for i := 0; recordsSectionLen(b.Lines) < batchChunkBytes-100; i++ {
+		b.Lines = append(b.Lines, fmt.Appendf(nil, "event=click page=/home user=%03d\n", i%250))
+	}
+	rng := rand.New(rand.NewPCG(4, 2))
+	for range 30 {
+		l := make([]byte, 150)
+		for j := range l {
+			l[j] = byte(rng.Uint32())
+		}
+		b.Lines = append(b.Lines, l)
+	}
+	return b
+}
+
+// batchChunkKinds returns the kinds of a version 4 encoding's chunks.
+func batchChunkKinds(t *testing.T, enc []byte) []byte {
+	t.Helper()
+	held, err := decodeHeldBatch(enc)
+	if err != nil || held.encoded == nil || held.encoded.packed == nil {
+		t.Fatalf("not a version 4 batch: %v", err)
+	}
+	r := frame.NewReader("batch", held.encoded.packed.chunks)
+	var kinds []byte
+	for r.Remaining() > 0 {
+		kinds = append(kinds, r.U8("kind"))
+		r.Take("chunk", int(r.Uvarint("length", uint64(r.Remaining()))))
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return kinds
 }
 
 // golden compares enc with testdata/name, or rewrites it under -update.
@@ -97,11 +139,22 @@ func TestRestrictionGolden(t *testing.T) {
 func TestBatchGolden(t *testing.T) {
 	split := fixtureBatch()
 	split.SubBatch, split.SubBatches = 5, 8
-	for name, b := range map[string]batch{"batch_v3.bin": fixtureBatch(), "batch_v3_split.bin": split} {
+	for name, b := range map[string]batch{"batch_v3.bin": fixtureBatch(), "batch_v3_split.bin": split, "batch_v4.bin": fixtureCompressedBatch()} {
 		t.Run(name, func(t *testing.T) {
 			enc, err := encodeBatch(b)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if want := name[len("batch_v")] - '0'; enc[4] != want {
+				t.Fatalf("encoded as version %d, want %d", enc[4], want)
+			}
+			if enc[4] == batchCompressed {
+				if kinds := batchChunkKinds(t, enc); !bytes.Equal(kinds, []byte{chunkS2, chunkStored}) {
+					t.Fatalf("chunks of kinds %v, want an s2 chunk and a stored one", kinds)
+				}
+				if plain, _ := encodeBatchVersion(b, batchPlain); len(enc) > len(plain)/4 {
+					t.Fatalf("version 4 takes %d bytes, version 3 %d: the records did not compress", len(enc), len(plain))
+				}
 			}
 			got, err := decodeBatch(golden(t, name, enc))
 			if err != nil {
@@ -138,8 +191,8 @@ func TestBatchOldVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if enc[4] != batchVersion {
-				t.Fatalf("re-encoded as version %d, want %d", enc[4], batchVersion)
+			if enc[4] != batchPlain {
+				t.Fatalf("re-encoded as version %d, want %d", enc[4], batchPlain)
 			}
 		})
 	}
@@ -153,8 +206,8 @@ func TestBatchFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, p, err := frame.Framing{Magic: [4]byte{'S', '3', 'W', 'B'}, MaxPayload: frame.MaxLength}.Unframe(255, enc)
-	if err != nil || v != batchVersion || len(p) != len(enc)-frame.Overhead {
-		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchVersion, len(enc)-frame.Overhead)
+	if err != nil || v != batchPlain || len(p) != len(enc)-frame.Overhead {
+		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchPlain, len(enc)-frame.Overhead)
 	}
 	// The frame is written in place, in a buffer sized up front.
 	if extra := cap(enc) - len(enc); extra > 128 {
@@ -168,6 +221,106 @@ func TestBatchFrame(t *testing.T) {
 	last := b.Lines[len(b.Lines)-1]
 	if &last[0] != &enc[len(enc)-4-len(last)] {
 		t.Fatal("the decoded records do not alias the encoding")
+	}
+	// Version 4 is one frame too, and keeps no room for the records it
+	// compressed away.
+	enc, err = encodeBatch(fixtureCompressedBatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, p, err := batchFraming.Unframe(255, enc); err != nil || v != batchCompressed || len(p) != len(enc)-frame.Overhead {
+		t.Fatalf("Unframe: version %d, %d payload bytes, %v; want %d, %d", v, len(p), err, batchCompressed, len(enc)-frame.Overhead)
+	}
+	if cap(enc) > 2*len(enc) {
+		t.Errorf("a %d-byte encoding in a buffer of %d bytes", len(enc), cap(enc))
+	}
+}
+
+// TestCompressedBatchRejects: version 4's chunks and sizes are checked when
+// the batch is decoded, and its records when they are decompressed; any
+// damage is an error wrapping errBatchEncoding, never other records.
+func TestCompressedBatchRejects(t *testing.T) {
+	b := fixtureCompressedBatch()
+	// A payload from its parts, framed with a good checksum, so that the
+	// damage reaches the batch's own checks.
+	reframe := func(edit func(head []byte, count, recBytes uint64, chunks []byte) []byte) []byte {
+		t.Helper()
+		enc, err := encodeBatch(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := decodeHeldBatch(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := held.encoded
+		_, payload, _ := batchFraming.Unframe(batchVersion, enc)
+		head := payload[:len(payload)-len(e.packed.chunks)]
+		// head ends with the count and the record bytes.
+		head = head[:len(head)-frame.UvarintLen(uint64(e.count))-frame.UvarintLen(uint64(e.bytes))]
+		out, _ := batchFraming.Begin(batchCompressed, 0)
+		out = append(out, edit(bytes.Clone(head), uint64(e.count), uint64(e.bytes), bytes.Clone(e.packed.chunks))...)
+		out, err = batchFraming.End(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	join := func(head []byte, count, recBytes uint64, chunks []byte) []byte {
+		return append(binary.AppendUvarint(binary.AppendUvarint(head, count), recBytes), chunks...)
+	}
+	if got, err := decodeBatch(reframe(join)); err != nil || !reflect.DeepEqual(got, b) {
+		t.Fatalf("the rebuilt encoding decodes to another batch (%v)", err)
+	}
+	cases := map[string]func(head []byte, count, recBytes uint64, chunks []byte) []byte{
+		"one record more": func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c+1, n, ch) },
+		"one record less": func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c-1, n, ch) },
+		"a byte more":     func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c, n+1, ch) },
+		"a byte less":     func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c, n-1, ch) },
+		"no chunks":       func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c, n, nil) },
+		"a chunk cut":     func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c, n, ch[:len(ch)-1]) },
+		"a chunk lost":    func(h []byte, c, n uint64, ch []byte) []byte { return join(h, c, n, ch[:len(ch)-5000]) },
+		"an unknown kind": func(h []byte, c, n uint64, ch []byte) []byte { ch[0] = 7; return join(h, c, n, ch) },
+		"s2 read as stored": func(h []byte, c, n uint64, ch []byte) []byte {
+			ch[0] = chunkStored
+			return join(h, c, n, ch)
+		},
+		"a damaged s2 block": func(h []byte, c, n uint64, ch []byte) []byte {
+			// The first chunk's block, past its decoded length, made of
+			// tags that copy from before the start.
+			size, k := binary.Uvarint(ch[1:])
+			block := ch[1+k : 1+k+int(size)]
+			_, m := binary.Uvarint(block)
+			for i := m; i < len(block); i++ {
+				block[i] = 0xff
+			}
+			return join(h, c, n, ch)
+		},
+		"an empty chunk": func(h []byte, c, n uint64, ch []byte) []byte {
+			return join(h, c, n, append(ch, chunkStored, 0))
+		},
+		"a chunk too large": func(h []byte, c, n uint64, ch []byte) []byte {
+			big := append([]byte{chunkStored}, binary.AppendUvarint(nil, batchChunkBytes+1)...)
+			return join(h, c, n, append(append(ch, big...), make([]byte, batchChunkBytes+1)...))
+		},
+	}
+	for name, edit := range cases {
+		t.Run(name, func(t *testing.T) {
+			data := reframe(edit)
+			_, err := decodeBatch(data)
+			if !errors.Is(err, errBatchEncoding) {
+				t.Fatalf("decodeBatch: %v, want errBatchEncoding", err)
+			}
+			held, heldErr := decodeHeldBatch(data)
+			if heldErr == nil {
+				// Damage inside the records shows when they are
+				// decompressed, before the writer writes any.
+				heldErr = held.decodeRecords()
+			}
+			if !errors.Is(heldErr, errBatchEncoding) {
+				t.Fatalf("held: %v, want errBatchEncoding", heldErr)
+			}
+		})
 	}
 }
 
@@ -254,10 +407,13 @@ func FuzzDecodeRestriction(f *testing.F) {
 }
 
 func FuzzDecodeBatch(f *testing.F) {
-	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin", "batch_v3.bin", "batch_v3_split.bin"} {
+	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin", "batch_v3.bin", "batch_v3_split.bin", "batch_v4.bin"} {
 		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(b)
 		}
+	}
+	if small, err := encodeBatchVersion(fixtureBatch(), batchCompressed); err == nil {
+		f.Add(small) // version 4 at a size a fuzzer mutates quickly
 	}
 	f.Add([]byte{})
 	f.Add([]byte("S3WB\x01"))
@@ -266,12 +422,23 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := decodeBatch(data)
 		held, heldErr := decodeHeldBatch(data)
+		if err != nil && heldErr == nil {
+			// Only version 4 checks its records late: when they are
+			// decompressed, before the writer uses them.
+			if data[4] != batchCompressed {
+				t.Fatalf("%x: decodeBatch says %v, decodeHeldBatch accepts it", data, err)
+			}
+			heldErr = held.decodeRecords()
+			if heldErr == nil {
+				t.Fatalf("%x: decodeBatch says %v, a held batch decodes its records", data, err)
+			}
+		}
 		if (err == nil) != (heldErr == nil) {
 			t.Fatalf("%x: decodeBatch says %v, decodeHeldBatch %v", data, err, heldErr)
 		}
 		if err != nil {
-			if !errors.Is(err, errBatchEncoding) {
-				t.Fatalf("error %v does not wrap errBatchEncoding", err)
+			if !errors.Is(err, errBatchEncoding) || !errors.Is(heldErr, errBatchEncoding) {
+				t.Fatalf("errors %v and %v do not wrap errBatchEncoding", err, heldErr)
 			}
 			return
 		}
@@ -280,13 +447,14 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		if data[4] == batchVersion {
+		if data[4] == enc[4] && data[4] == batchPlain {
 			if !bytes.Equal(enc, data) {
 				t.Fatalf("%x decodes to a batch that encodes to %x", data, enc)
 			}
 			return
 		}
-		// An older version re-encodes as the current one, to the same batch.
+		// Another version, or chunks cut otherwise than encodeBatch cuts
+		// them, re-encodes to the same batch.
 		again, err := decodeBatch(enc)
 		if err != nil || !reflect.DeepEqual(again, b) {
 			t.Fatalf("%x decodes to %+v, which re-encodes and decodes to %+v (%v)", data, b, again, err)
@@ -343,8 +511,8 @@ func checkHeldBatch(t *testing.T, data []byte, held, want batch) {
 		if err != nil || !bytes.Equal(enc, data) || &enc[0] != &data[0] {
 			t.Fatalf("%x: a held batch re-encodes to %x (%v), not to its own bytes", data, enc, err)
 		}
-	} else if data[4] == batchVersion {
-		t.Fatalf("%x: a batch of the current version was decoded whole", data)
+	} else if data[4] >= batchPlain {
+		t.Fatalf("%x: a batch of version %d was decoded whole", data, data[4])
 	}
 	if err := held.decodeRecords(); err != nil {
 		t.Fatalf("%x: decodeRecords: %v", data, err)
@@ -390,7 +558,12 @@ func TestHeldBatch(t *testing.T) {
 		checkHeldBatch(t, data, got, want)
 	}
 	compareHeld(enc)
-	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin", "batch_v3.bin", "batch_v3_split.bin"} {
+	plain, err := encodeBatchVersion(b, batchPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareHeld(plain)
+	for _, name := range []string{"batch_v1.bin", "batch_v2.bin", "batch_v2_split.bin", "batch_v3.bin", "batch_v3_split.bin", "batch_v4.bin"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -399,24 +572,26 @@ func TestHeldBatch(t *testing.T) {
 	}
 	// Allocation: a whole decode makes a slice header per record; a held
 	// one a few fixed objects.
-	allocated := func(decode func([]byte) (batch, error)) uint64 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range 10 {
-			if _, err := decode(enc); err != nil {
-				t.Fatal(err)
+	for _, enc := range [][]byte{enc, plain} {
+		allocated := func(decode func([]byte) (batch, error)) uint64 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 10 {
+				if _, err := decode(enc); err != nil {
+					t.Fatal(err)
+				}
 			}
+			runtime.ReadMemStats(&after)
+			return (after.TotalAlloc - before.TotalAlloc) / 10
 		}
-		runtime.ReadMemStats(&after)
-		return (after.TotalAlloc - before.TotalAlloc) / 10
-	}
-	wholeBytes, heldBytes := allocated(decodeBatch), allocated(decodeHeldBatch)
-	t.Logf("allocated per decode of %d records: %d bytes whole, %d held", records, wholeBytes, heldBytes)
-	if wholeBytes < records*24 {
-		t.Fatalf("a whole decode allocated %d bytes, less than the %d of its slice headers: the measure is broken", wholeBytes, records*24)
-	}
-	if heldBytes > wholeBytes/20 {
-		t.Fatalf("a held decode of %d records allocated %d bytes (a whole one %d): it should allocate nothing per record", records, heldBytes, wholeBytes)
+		wholeBytes, heldBytes := allocated(decodeBatch), allocated(decodeHeldBatch)
+		t.Logf("version %d: allocated per decode of %d records: %d bytes whole, %d held", enc[4], records, wholeBytes, heldBytes)
+		if wholeBytes < records*24 {
+			t.Fatalf("version %d: a whole decode allocated %d bytes, less than the %d of its slice headers: the measure is broken", enc[4], wholeBytes, records*24)
+		}
+		if heldBytes > wholeBytes/20 {
+			t.Fatalf("version %d: a held decode of %d records allocated %d bytes (a whole one %d): it should allocate nothing per record", enc[4], records, heldBytes, wholeBytes)
+		}
 	}
 }
 

@@ -91,7 +91,7 @@ func (r *Reader) Uvarint(field string, max uint64) uint64 {
 	case n < 0:
 		r.err = Invalid(ErrTooLarge, "%s %s overflows 64 bits", r.kind, field)
 		return 0
-	case n != uvarintLen(v):
+	case n != UvarintLen(v):
 		r.err = Invalid(ErrMalformed, "%s %s is not minimally encoded", r.kind, field)
 		return 0
 	case v > max:
@@ -118,7 +118,7 @@ func (r *Reader) length(field string, lo, hi int) int {
 	case n < 0:
 		r.err = Invalid(ErrTooLarge, "%s length of %s at byte %d overflows 64 bits", r.kind, field, at)
 		return 0
-	case n != uvarintLen(v):
+	case n != UvarintLen(v):
 		r.err = Invalid(ErrMalformed, "%s length of %s at byte %d is not minimally encoded", r.kind, field, at)
 		return 0
 	case v > uint64(hi):
@@ -170,8 +170,8 @@ func (r *Reader) Finish() error {
 	return r.err
 }
 
-// uvarintLen is the number of bytes of the minimal uvarint encoding of v.
-func uvarintLen(v uint64) int {
+// UvarintLen is the number of bytes of the minimal uvarint encoding of v.
+func UvarintLen(v uint64) int {
 	n := 1
 	for v >= 0x80 {
 		v >>= 7
