@@ -509,21 +509,22 @@ func encodeBatch(b batch) ([]byte, error) {
 
 // encodeBatchRecords encodes b from its fields and Lines: as version 4, or
 // version 3 for a batch too small to gain from compression.
-func encodeBatchRecords(b batch) ([]byte, error) {
-	version := byte(batchPlain)
-	if recordsSectionLen(b.Lines) >= batchCompressMin {
-		version = batchCompressed
-	}
-	return encodeBatchVersion(b, version)
-}
+func encodeBatchRecords(b batch) ([]byte, error) { return encodeBatchVersion(b, 0) }
 
-// encodeBatchVersion encodes b as version 3 or 4.
+// encodeBatchVersion encodes b as version 3 or 4, or, given 0, as the
+// records' size calls for (see encodeBatchRecords).
 func encodeBatchVersion(b batch, version byte) ([]byte, error) {
 	if b.Shards < 1 || b.Shards > MaxShards || b.Shard < 0 || b.Shard >= b.Shards || b.Pane < 0 ||
 		b.SubBatches < 1 || b.SubBatches > maxSubBatches || b.SubBatch < 0 || b.SubBatch >= b.SubBatches {
 		return nil, fmt.Errorf("s3once sink: cannot encode batch: shard %d of %d, sub-batch %d of %d, pane %d", b.Shard, b.Shards, b.SubBatch, b.SubBatches, b.Pane)
 	}
 	section := recordsSectionLen(b.Lines)
+	if version == 0 {
+		version = batchPlain
+		if section >= batchCompressMin {
+			version = batchCompressed
+		}
+	}
 	size := 8*binary.MaxVarintLen64 + len(b.Destination) + len(b.Window) + section
 	if version == batchCompressed {
 		// At worst every chunk is stored, with its kind and length.

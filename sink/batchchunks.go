@@ -118,33 +118,48 @@ type compressedRecords struct {
 	section int64  // the records section's length, decompressed
 }
 
-// readChunks checks the framing of version 4's chunks (every chunk's kind
-// and length, and each s2 block's decoded length) without decompressing
-// them, and returns the section's length.
-func readChunks(chunks []byte) (int64, error) {
+// eachChunk calls f with each of version 4's chunks in turn, its kind and
+// its bytes, and stops at the first error, f's or the framing's.
+func eachChunk(chunks []byte, f func(kind byte, body []byte) error) error {
 	r := frame.NewReader("batch", chunks)
-	var section int64
 	for r.Remaining() > 0 {
 		kind := r.U8("chunk kind")
 		body := r.Take("chunk", int(r.Uvarint("chunk length", uint64(r.Remaining()))))
 		if err := r.Err(); err != nil {
-			return 0, err
+			return err
 		}
+		if err := f(kind, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readChunks checks the framing of version 4's chunks (every chunk's kind
+// and length, and each s2 block's decoded length) without decompressing
+// them, and returns the section's length.
+func readChunks(chunks []byte) (int64, error) {
+	var section int64
+	err := eachChunk(chunks, func(kind byte, body []byte) error {
 		n := len(body)
 		switch kind {
 		case chunkStored:
 		case chunkS2:
 			var err error
 			if n, err = s2.DecodedLen(body); err != nil {
-				return 0, fmt.Errorf("chunk at %d: %w", section, err)
+				return fmt.Errorf("chunk at %d: %w", section, err)
 			}
 		default:
-			return 0, fmt.Errorf("chunk at %d: kind %d, want %d or %d", section, kind, chunkStored, chunkS2)
+			return fmt.Errorf("chunk at %d: kind %d, want %d or %d", section, kind, chunkStored, chunkS2)
 		}
 		if n < 1 || n > batchChunkBytes {
-			return 0, fmt.Errorf("chunk at %d holds %d bytes, want 1 to %d", section, n, batchChunkBytes)
+			return fmt.Errorf("chunk at %d holds %d bytes, want 1 to %d", section, n, batchChunkBytes)
 		}
 		section += int64(n)
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if section > maxBatchPayload {
 		return 0, fmt.Errorf("chunks of %d bytes, more than a batch holds (%d)", section, int64(maxBatchPayload))
@@ -156,30 +171,28 @@ func readChunks(chunks []byte) (int64, error) {
 // accepted, in a new buffer.
 func (c compressedRecords) decompress() ([]byte, error) {
 	out := make([]byte, c.section)
-	r := frame.NewReader("batch", c.chunks)
 	pos := 0
-	for r.Remaining() > 0 {
-		kind := r.U8("chunk kind")
-		body := r.Take("chunk", int(r.Uvarint("chunk length", uint64(r.Remaining()))))
-		if err := r.Err(); err != nil {
-			return nil, err
-		}
+	err := eachChunk(c.chunks, func(kind byte, body []byte) error {
 		if kind == chunkStored {
 			pos += copy(out[pos:], body)
-			continue
+			return nil
 		}
 		n, err := s2.DecodedLen(body)
 		if err != nil || n > len(out)-pos {
-			return nil, fmt.Errorf("chunk at %d: %d bytes (%v), where %d are left", pos, n, err, len(out)-pos)
+			return fmt.Errorf("chunk at %d: %d bytes (%v), where %d are left", pos, n, err, len(out)-pos)
 		}
 		got, err := s2.Decode(out[pos:pos+n], body)
 		if err != nil {
-			return nil, fmt.Errorf("chunk at %d: %w", pos, err)
+			return fmt.Errorf("chunk at %d: %w", pos, err)
 		}
 		if len(got) != n || (n > 0 && &got[0] != &out[pos]) {
-			return nil, errors.New("an s2 block decoded elsewhere than asked")
+			return errors.New("an s2 block decoded elsewhere than asked")
 		}
 		pos += n
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if pos != len(out) {
 		return nil, fmt.Errorf("chunks of %d bytes, %d were announced", pos, len(out))
