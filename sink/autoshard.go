@@ -50,7 +50,7 @@ func init() {
 
 // autoShardingFits reports why automatic sharding cannot run on col, or ""
 // if it can.
-func autoShardingFits(col beam.PCollection) string {
+func autoShardingFits(s beam.Scope, col beam.PCollection) string {
 	ws := col.WindowingStrategy()
 	if ws == nil {
 		return "the input's windowing is unknown"
@@ -61,7 +61,7 @@ func autoShardingFits(col beam.PCollection) string {
 		return fmt.Sprintf("the input has a trigger (%T): a window's byte count and its records must meet in its one pane, which only the default trigger guarantees", ws.Trigger)
 	}
 	if ws.AllowedLateness != 0 {
-		if bounded, known := inputBoundedness(col); !known || !bounded {
+		if bounded, known := inputBoundedness(s, col); !known || !bounded {
 			return fmt.Sprintf("the input allows late data (AllowedLateness %d ms): a late pane's records and its byte count could fire apart", ws.AllowedLateness)
 		}
 	}

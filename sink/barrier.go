@@ -43,18 +43,22 @@ const hintChangedRerun = "nothing of this run was committed and its uploads were
 	"to replace the folder's files instead, delete them first"
 
 // inputBoundedness tells whether an input is bounded, and whether Beam
-// lets the sink know (isBounded); tests stand in for a Beam that hides it.
-var inputBoundedness = isBounded
+// lets the sink know (effectivelyBounded); tests stand in for a Beam that
+// hides it.
+var inputBoundedness = effectivelyBounded
 
 // barrierApplies tells whether Write puts the run-wide barrier before its
-// commit stage: the input is bounded, in any window, and no file is
-// committed at bundle finalization (which would commit before the barrier).
-// why says, for the build-time log, which guarantee applies and why.
-func barrierApplies(st settings, col beam.PCollection) (applies bool, why string) {
+// commit stage: the input is bounded (effectivelyBounded: an input that
+// Beam marks unbounded only because another s3once Write's writer is
+// upstream of it counts as bounded), in any window, and no file is
+// committed at bundle finalization (which would commit before the
+// barrier). why says, for the build-time log, which guarantee applies and
+// why.
+func barrierApplies(st settings, s beam.Scope, col beam.PCollection) (applies bool, why string) {
 	if st.FinalizeCommit == FinalizeAlways {
 		return false, "files are committed at bundle finalization (FinalizeCommit resolved to \"always\"), before any run-wide barrier could run"
 	}
-	bounded, known := inputBoundedness(col)
+	bounded, known := inputBoundedness(s, col)
 	switch {
 	case !known:
 		return false, "this Beam release hides whether the input is bounded"
@@ -116,8 +120,9 @@ func addBarrierKey(p pendingFile) (int, pendingFile) { return 0, p }
 // closed and not yet committed, and before any of them is committed it
 // checks, in order: the folder's settings marker (judgeFolder); every
 // partition (destination, window) the run writes, which must hold no
-// s3once file of this run's extension that the run does not produce
-// (ErrPartitionChanged); every file's key, which must be free or hold
+// s3once file, of any extension, that the run does not produce, and whose
+// manifest, where it exists, must list exactly the run's files of it
+// (ErrPartitionChanged, ErrManifestDamaged); every file's key, which must be free or hold
 // exactly the file's bytes (size and CRC64NVME; committer.ErrKeyTaken).
 // When all hold, it writes the marker of a new folder and emits the files
 // to the commit stage. Otherwise it commits nothing: it discards every
@@ -127,8 +132,9 @@ type barrierFn struct {
 	S settings `json:"s"`
 	// Settings is the folder's settings marker for this run (settings_marker.go).
 	Settings []byte `json:"settings,omitempty"`
-	// Ext is the extension of this run's files (".jsonl.gz"): the files of
-	// a partition are those of its names that end with it.
+	// Ext is the extension of this run's files (".jsonl.gz"). The checks
+	// count every s3once file of a partition, whatever its extension; only
+	// the mutant PartitionOwnExtOnly reads it.
 	Ext string `json:"ext,omitempty"`
 
 	c  *committer.Committer
@@ -178,6 +184,11 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 		}
 	}
 	if err := f.checkPartitions(ctx, all); err != nil {
+		if !errors.Is(err, ErrPartitionChanged) && !errors.Is(err, ErrManifestDamaged) {
+			// A look that failed: nothing was judged, so the bundle fails
+			// for the runner to retry, with nothing committed or removed.
+			return fmt.Errorf("s3once sink: %w", err)
+		}
 		return f.refuse(ctx, all, err)
 	}
 

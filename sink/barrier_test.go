@@ -106,7 +106,7 @@ func TestBarrierApplies(t *testing.T) {
 	}
 	_, s := beam.NewPipelineWithRoot()
 	bounded := beam.CreateList(s, []string{"a"})
-	if ok, why := barrierApplies(st, bounded); !ok || !strings.Contains(why, "bounded") {
+	if ok, why := barrierApplies(st, s, bounded); !ok || !strings.Contains(why, "bounded") {
 		t.Errorf("bounded, global-window input: %v, %q", ok, why)
 	}
 	for name, ws := range map[string]*window.Fn{
@@ -114,13 +114,13 @@ func TestBarrierApplies(t *testing.T) {
 		"sliding":  window.NewSlidingWindows(time.Minute, 3*time.Minute),
 		"sessions": window.NewSessions(time.Minute),
 	} {
-		if ok, why := barrierApplies(st, beam.WindowInto(s, ws, bounded)); !ok {
+		if ok, why := barrierApplies(st, s, beam.WindowInto(s, ws, bounded)); !ok {
 			t.Errorf("no barrier for bounded input in %s windows: %s", name, why)
 		}
 	}
 	always := st
 	always.FinalizeCommit = FinalizeAlways
-	if ok, why := barrierApplies(always, bounded); ok || !strings.Contains(why, "bundle finalization") {
+	if ok, why := barrierApplies(always, s, bounded); ok || !strings.Contains(why, "bundle finalization") {
 		t.Errorf("a barrier although files are committed at bundle finalization: %v, %q", ok, why)
 	}
 	if b, known := isBounded(bounded); !known || !b {
@@ -130,7 +130,7 @@ func TestBarrierApplies(t *testing.T) {
 	if err := ts.AddElements(0, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, why := barrierApplies(st, teststream.Create(s, ts)); ok || !strings.Contains(why, "unbounded") {
+	if ok, why := barrierApplies(st, s, teststream.Create(s, ts)); ok || !strings.Contains(why, "unbounded") {
 		t.Errorf("a barrier for unbounded input: %v, %q", ok, why)
 	}
 }

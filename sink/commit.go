@@ -84,6 +84,10 @@ type commitFn struct {
 	// file whose partition's manifest exists and does not list it
 	// (partitionGuard).
 	Manifests bool `json:"manifests,omitempty"`
+	// Ext, where there is no barrier, is the extension of the run's files:
+	// a file is refused where its partition holds an s3once file of
+	// another (partitionGuard.checkExt).
+	Ext string `json:"ext,omitempty"`
 
 	committer *committer.Committer
 	pause     time.Duration
@@ -173,6 +177,11 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 	}
 	if f.Manifests {
 		if err := f.parts.check(ctx, f.committer, f.S.Prefix, p.Result, cr.Size(), cr.CRC()); err != nil {
+			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
+		}
+	}
+	if f.Ext != "" {
+		if err := f.parts.checkExt(ctx, f.committer, f.S.Prefix, p.Result, f.Ext); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}

@@ -509,8 +509,8 @@ func TestManifestAtWindowExpiry(t *testing.T) {
 // and partition when the window expires, FileResults in their windows, and
 // a line in the log that says so.
 func TestUnknownBoundedness(t *testing.T) {
-	defer func(f func(beam.PCollection) (bool, bool)) { inputBoundedness = f }(inputBoundedness)
-	inputBoundedness = func(beam.PCollection) (bool, bool) { return false, false }
+	defer func(f func(beam.Scope, beam.PCollection) (bool, bool)) { inputBoundedness = f }(inputBoundedness)
+	inputBoundedness = func(beam.Scope, beam.PCollection) (bool, bool) { return false, false }
 	bucket := srv.Bucket(t)
 	in := minuteEvents(600, 31)
 	st, err := testConfig(bucket, "hidden").settings()
@@ -518,7 +518,7 @@ func TestUnknownBoundedness(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s := beam.NewPipelineWithRoot()
-	if applies, why := barrierApplies(st, beam.Create(s, "x")); applies || !strings.Contains(why, "hides whether the input is bounded") {
+	if applies, why := barrierApplies(st, s, beam.Create(s, "x")); applies || !strings.Contains(why, "hides whether the input is bounded") {
 		t.Errorf("barrierApplies = %v, %q; want no barrier", applies, why)
 	}
 	logged := captureLogs(t)

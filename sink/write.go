@@ -132,7 +132,7 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 
 	auto := st.TargetFileBytes > 0
 	if auto {
-		if why := autoShardingFits(col); why != "" {
+		if why := autoShardingFits(s, col); why != "" {
 			return none, none, fmt.Errorf("%w: TargetFileBytes (automatic sharding) cannot run on this input: %s; set Shards instead", ErrInvalidConfig, why)
 		}
 	}
@@ -175,7 +175,7 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 	if err != nil {
 		return none, none, err
 	}
-	applies, why := barrierApplies(st, col)
+	applies, why := barrierApplies(st, s, col)
 	logGuarantee(st, applies, why) // barrier.go
 	commit := &commitFn{S: st.forCommit()}
 	if applies {
@@ -183,7 +183,7 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 			return none, none, err
 		}
 	} else {
-		commit.Settings, commit.Manifests = marker, st.OutputVersion >= 2
+		commit.Settings, commit.Manifests, commit.Ext = marker, st.OutputVersion >= 2, st.fileExt()
 	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {

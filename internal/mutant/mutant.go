@@ -57,10 +57,30 @@ const (
 	// confluentinc/kafka-connect-storage-cloud #800, comes from the same
 	// trust).
 	BlindCommit
+	// BarrierSkipsManifest: the run-wide barrier judges a partition by its
+	// listing alone and never reads its manifest, so a rerun that keeps a
+	// complete partition's files and adds one more commits it.
+	BarrierSkipsManifest
+	// MarkerSubset: a settings marker that lacks settings its version
+	// always records (cut at a line, edited) matches any run that agrees
+	// with what is left of it.
+	MarkerSubset
+	// PartitionOwnExtOnly: the partition checks count only the files of the
+	// run's own extension, so a rerun with another codec or format into a
+	// folder without a settings marker adds its files beside the old ones.
+	PartitionOwnExtOnly
+	// VerifyTrustsListing: verify takes a partition without a manifest as
+	// proved by its listing, without reading its files and whether or not
+	// its window's completion marker says a manifest should be there.
+	VerifyTrustsListing
+	// VerifyTrustsCounts: verify --read takes a manifest's record counts
+	// as they are, without comparing them with the files'.
+	VerifyTrustsCounts
 )
 
 // All lists every bug, in the order of their values.
-var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota, BlindCommit}
+var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota, BlindCommit,
+	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -87,6 +107,16 @@ func (b Bug) String() string {
 		return "default-retry-quota"
 	case BlindCommit:
 		return "blind-commit"
+	case BarrierSkipsManifest:
+		return "barrier-skips-manifest"
+	case MarkerSubset:
+		return "marker-subset"
+	case PartitionOwnExtOnly:
+		return "partition-own-ext-only"
+	case VerifyTrustsListing:
+		return "verify-trusts-listing"
+	case VerifyTrustsCounts:
+		return "verify-trusts-counts"
 	}
 	return "bugs(mixed)"
 }
