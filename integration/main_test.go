@@ -370,9 +370,9 @@ func errorsIsAny(err error, targets ...error) bool {
 // verifyFolder runs `s3once verify` on bucket/prefix against endpoint and
 // returns its JSON report; it fails the test unless the folder verifies
 // (exit code 0).
-func verifyFolder(t testing.TB, endpoint, bucket, prefix string) map[string]any {
+func verifyFolder(t testing.TB, endpoint, bucket, prefix string, extra ...string) map[string]any {
 	t.Helper()
-	out, code := runVerify(t, endpoint, bucket, prefix)
+	out, code := runVerify(t, endpoint, bucket, prefix, extra...)
 	if code != 0 {
 		t.Fatalf("s3once verify s3://%s/%s exited %d:\n%s", bucket, prefix, code, out)
 	}
@@ -383,11 +383,13 @@ func verifyFolder(t testing.TB, endpoint, bucket, prefix string) map[string]any 
 	return rep
 }
 
-// runVerify runs `s3once verify --json` and returns its output and exit code.
-func runVerify(t testing.TB, endpoint, bucket, prefix string) ([]byte, int) {
+// runVerify runs `s3once verify --json` (with extra flags) and returns its
+// output and exit code.
+func runVerify(t testing.TB, endpoint, bucket, prefix string, extra ...string) ([]byte, int) {
 	t.Helper()
-	cmd := exec.Command(binary(t, "cmd/s3once"), "verify", "--json", "--bucket", bucket, "--prefix", prefix,
-		"--s3-endpoint", endpoint, "--path-style", "--region", s3test.Region)
+	args := append([]string{"verify", "--json", "--bucket", bucket, "--prefix", prefix,
+		"--s3-endpoint", endpoint, "--path-style", "--region", s3test.Region}, extra...)
+	cmd := exec.Command(binary(t, "cmd/s3once"), args...)
 	cmd.Env = childEnv(s3test.AccessKey, s3test.SecretKey)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -13,9 +13,10 @@ import (
 
 // TestVerifyAfterRuns: s3once verify passes on the batch example's folder,
 // after a rerun of the same command (every file kept, every manifest
-// byte-identical), and on a folder of output version 1 (no manifests),
-// where it says it fell back to the listing; it fails once a file the
-// manifest lists is gone.
+// byte-identical); on a folder of output version 1 (no manifests) it
+// cannot prove the files' bytes by a listing (exit 3, saying so) and
+// passes with --read, which reads and decodes every file and counts its
+// records; it fails once a file the manifest lists is gone.
 func TestVerifyAfterRuns(t *testing.T) {
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
@@ -45,14 +46,14 @@ func TestVerifyAfterRuns(t *testing.T) {
 	if o := runBatch(t, bin, env, srv.Endpoint(), v1, cfg, "--output-version", "1").wait(4 * time.Minute); o.Code != 0 {
 		t.Fatalf("a run of output version 1: %v\n%s", o, o.Stderr)
 	}
-	rep := verifyFolder(t, srv.Endpoint(), v1, outPrefix)
+	rep := verifyFolder(t, srv.Endpoint(), v1, outPrefix, "--read")
 	for _, p := range rep["partitions"].([]any) {
-		if by := p.(map[string]any)["checked_by"]; by == "manifest" {
-			t.Errorf("partition %v of a version-1 folder checked by its manifest", p)
+		if by := p.(map[string]any)["checked_by"]; by != "reading" {
+			t.Errorf("partition %v of a version-1 folder checked by %v; want every file read", p, by)
 		}
 	}
-	if out, _ := runVerify(t, srv.Endpoint(), v1, outPrefix); !strings.Contains(strings.ToLower(string(out)), "manifest") {
-		t.Errorf("verify of a version-1 folder does not say it had no manifest:\n%s", out)
+	if out, code := runVerify(t, srv.Endpoint(), v1, outPrefix); code != 3 || !strings.Contains(string(out), "--read") {
+		t.Errorf("verify of a version-1 folder without --read exited %d (want 3) or does not say how to prove it:\n%s", code, out)
 	}
 
 	// A file gone: verify fails.

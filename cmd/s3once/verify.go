@@ -12,32 +12,47 @@ import (
 	"github.com/s3once/s3once/internal/s3call"
 )
 
-const verifyUsage = `Usage: s3once verify --bucket B --prefix P [--json] [flags]
+const verifyUsage = `Usage: s3once verify --bucket B --prefix P [--read] [--json] [flags]
 
 Proves, reading only, that an output folder holds what its runs wrote: for
 each partition (a destination and a window: the files
-P/<destination>/<window>-pane-...),
+P/<destination>/<window>-pane-..., whatever their extension),
 
   - every file its manifest (_s3once_manifest-<window>) lists is there,
     with the size and CRC64NVME the manifest records;
-  - no s3once file lies beside them that the manifest does not list (such
-    a partition holds two runs' files: it is reported as mixed);
-  - where a partition has no manifest (an output-version-1 folder, written
-    by an earlier release; a window not yet expired; a run not finished),
-    it falls back to the listing and the settings marker, and says so:
-    every file named for the marker's Shards, no shard named two ways.
+  - no s3once file lies beside them that the manifest does not list, of
+    any extension (such a partition holds two runs' files: mixed);
+  - a partition without a manifest in an output-version-2 folder is a
+    problem where its window's completion marker exists (the sink writes
+    it after every manifest of the window: manifest-missing), and
+    unverified otherwise (the run may not have finished);
+  - without a manifest (output version 1, an unfinished window), the
+    listing and the settings marker: every file named for the marker's
+    Shards and extension, no shard named two ways, one extension; and no
+    two files of one pane with the same bytes where the sink never writes
+    two alike (duplicate-file). A listing cannot prove the files' bytes:
+    such a partition is unverified (exit 3) unless --read reads them.
 
 and, for the folder: the settings marker (_s3once_settings) decodes and
 records an output version this s3once knows; every completion marker
 (_SUCCESS...) that lists files lists only files that are there, with their
 sizes, and all of its window's files; and no multipart upload of s3once's
-is left open under P.
+is left open under P (one whose key already holds a committed object is a
+left-over that can never complete: 's3once sweep' removes it at any age).
 
-Keys that have the shape of an s3once file name but cannot be this
-folder's (another extension than the settings marker's, numbers s3once
-does not write) are listed apart, as named like s3once's: they are not
-s3once's, and verify neither counts them as files nor as problems. Other
-keys under P are counted, not judged. Nothing in the bucket changes.
+With --read, verify also reads files: every file of a partition without a
+manifest, decoded with its codec (gzip, zstd, none) and format (text, JSON
+Lines, CSV, Parquet), and every file a manifest lists, whose records it
+counts (lines of text and JSON Lines, rows of Parquet from the footer; not
+CSV, whose quoted fields may hold newlines) and compares with the
+manifest's (records-mismatch). Without --read the record counts reported
+are the manifests' own, unchecked, and the report says so. --read holds up
+to 4 files in memory at once.
+
+Keys that have the shape of an s3once file name but numbers s3once does
+not write are listed apart, as named like s3once's: verify neither counts
+them as files nor as problems. Other keys under P are counted, not
+judged. Nothing in the bucket changes.
 
 With --table-run, P is a run's folder of the Iceberg table stage
 (<table location>/data/<run id>): every window of committed files must have
@@ -49,23 +64,26 @@ A folder a pipeline is still writing may show open uploads and partitions
 without manifests: verify after the run.
 
 Exit codes:
-  0  verified: no problem found, and everything was checked
+  0  verified: every partition was proved (see docs/operating.md for
+     what that proves), and no problem was found
   1  problems found (listed on stdout; with --json in "problems")
   2  usage error
   3  could not verify: an S3 call failed, or something could not be
-     judged (listed in "unverified"); no problem was found in the rest
+     proved (listed in "unverified"); no problem was found in the rest
 A problem found wins over what could not be checked: exit 1.
 
 With --json the report is one JSON object on stdout; its field names and
 problem kinds are stable:
   settings-unreadable, settings-missing, manifest-unreadable,
-  manifest-entry-foreign, file-missing, file-changed, file-extra,
-  file-other-settings, shards-mixed, marker-unreadable,
+  manifest-missing, manifest-entry-foreign, file-missing, file-changed,
+  file-extra, file-other-settings, shards-mixed, duplicate-file,
+  file-unreadable, records-mismatch, marker-unreadable,
   marker-file-missing, marker-incomplete, upload-left, no-output,
   table-run-missing
 
 Examples:
   s3once verify --bucket data --prefix events/
+  s3once verify --bucket data --prefix events/ --read
   s3once verify --bucket data --prefix events/ --json \
       --endpoint http://minio:9000 --path-style
 `
@@ -97,6 +115,7 @@ func verifyCmd(ctx context.Context, e env, args []string) error {
 		wholeBucket = fs.Bool("whole-bucket", false, "allow an empty --prefix: the output folder is the bucket's root")
 		staging     = fs.String("staging-prefix", s3call.DefaultStagingPrefix, "prefix of the side objects (skipped where it lies under --prefix)")
 		asJSON      = fs.Bool("json", false, "print the report as JSON")
+		read        = fs.Bool("read", false, "read every file of a partition without a manifest (decoded with its codec and format), and count the records of every file a manifest lists")
 		tableRun    = fs.Bool("table-run", false, "the prefix is a run's folder of the Iceberg table stage (<table location>/data/<run id>): also check that its files reached the table")
 		concurrency = fs.Int("concurrency", defaultVerifyConcurrency, "look-ups in flight at once")
 		attempts    = fs.Int("max-attempts", defaultVerifyAttempts, "tries per S3 call on retryable errors (on top of the SDK's own)")
@@ -133,7 +152,7 @@ func verifyCmd(ctx context.Context, e env, args []string) error {
 	}
 	rep := verifyFolder(ctx, c, verifyOptions{
 		bucket: *bucket, prefix: *prefix, staging: *staging, concurrency: *concurrency, now: time.Now().UTC(),
-		tableRun: *tableRun,
+		tableRun: *tableRun, read: *read,
 	})
 	if *asJSON {
 		if err := writeJSON(e.stdout, rep); err != nil {
@@ -176,9 +195,15 @@ type verifyReport struct {
 	OtherKeys int `json:"other_keys"`
 	// TableRun (with --table-run) lists the windows of the run that
 	// reached the table.
-	TableRun   []tableRunReport `json:"table_run,omitempty"`
-	Problems   []problem        `json:"problems"`
-	Unverified []unverified     `json:"unverified"`
+	TableRun []tableRunReport `json:"table_run,omitempty"`
+	// Read: files were read (--read).
+	Read bool `json:"read"`
+	// RecordsFrom is "manifest, unchecked" where any partition's record
+	// count is its manifest's, not counted from its files; "files" where
+	// every counted partition's is the files'.
+	RecordsFrom string       `json:"records_from,omitempty"`
+	Problems    []problem    `json:"problems"`
+	Unverified  []unverified `json:"unverified"`
 	// CheckedAt is this machine's clock when the check began.
 	CheckedAt time.Time `json:"checked_at"`
 }
@@ -214,6 +239,10 @@ type partitionReport struct {
 	Entries int   `json:"manifest_entries,omitempty"`
 	Records int64 `json:"records,omitempty"`
 	Bytes   int64 `json:"bytes"`
+	// RecordsFrom says where Records comes from: "files" (counted from
+	// their bytes, with --read; for a manifest, equal to its counts) or
+	// "manifest, unchecked"; empty where none was counted.
+	RecordsFrom string `json:"records_from,omitempty"`
 	// Mixed: the partition holds files of more than one run.
 	Mixed    bool `json:"mixed"`
 	Problems int  `json:"problems"`
@@ -279,10 +308,17 @@ func printVerify(w io.Writer, r *verifyReport) {
 		if dest == "" {
 			dest = "(no destination)"
 		}
-		fmt.Fprintf(w, "  partition %s %s: %d files, %s, by %s: %s\n", dest, p.Window, p.Files, humanBytes(p.Bytes), p.CheckedBy, state)
+		records := ""
+		if p.RecordsFrom != "" {
+			records = fmt.Sprintf(", %d records (from the %s)", p.Records, p.RecordsFrom)
+		}
+		fmt.Fprintf(w, "  partition %s %s: %d files, %s%s, by %s: %s\n", dest, p.Window, p.Files, humanBytes(p.Bytes), records, p.CheckedBy, state)
 		if p.Note != "" {
 			fmt.Fprintf(w, "      %s\n", p.Note)
 		}
+	}
+	if r.RecordsFrom == recordsFromManifest {
+		fmt.Fprintf(w, "  record counts: from the manifests, unchecked (verify --read counts them from the files, for text, JSON Lines and Parquet)\n")
 	}
 	if len(r.CompletionMarkers) > 0 {
 		fmt.Fprintf(w, "  completion markers: %d\n", len(r.CompletionMarkers))

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minio/crc64nvme"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3once/s3once/committer"
@@ -43,7 +45,20 @@ const (
 	kindMarkerMissing    = "marker-file-missing"    // a completion marker lists a file that is not there, or not with its size
 	kindMarkerIncomplete = "marker-incomplete"      // a completion marker leaves out files of its window (written early)
 	kindUploadLeft       = "upload-left"            // an open multipart upload of s3once's under the prefix
+	kindManifestMissing  = "manifest-missing"       // (output version 2) no manifest where the window's completion marker, written after every manifest of its window, exists
+	kindDuplicate        = "duplicate-file"         // (no manifest) two files of one pane hold the same bytes where the sink never writes two alike: a copy
+	kindUnreadable       = "file-unreadable"        // (--read) a file does not decode with its codec and format
+	kindRecords          = "records-mismatch"       // (--read) a file holds another record count than its manifest records
 )
+
+// Where a partition's record count comes from (partitionReport.RecordsFrom).
+const (
+	recordsFromFiles    = "files"
+	recordsFromManifest = "manifest, unchecked"
+)
+
+// remedyDamaged is what to do about a partition whose files were damaged.
+const remedyDamaged = "the partition cannot be proved: rerun it into a fresh prefix, or delete it and run again"
 
 // remedyMixed is what to do about a mixed partition.
 const remedyMixed = "delete the partition and run again, or write to a fresh prefix"
@@ -52,6 +67,7 @@ const remedyMixed = "delete the partition and run again, or write to a fresh pre
 const (
 	byManifest = "manifest"
 	byListing  = "listing"
+	byReading  = "reading" // a listing, and every file read (--read)
 )
 
 // verifyOptions are verify's inputs.
@@ -62,7 +78,14 @@ type verifyOptions struct {
 	now         time.Time
 	// tableRun: the folder is a table run's (checkTableRun).
 	tableRun bool
+	// read: read every file of a partition without a manifest, and count
+	// the records of every file a manifest lists (--read).
+	read bool
 }
+
+// maxReads bounds the files held in memory at once with --read (each is
+// read whole).
+const maxReads = 4
 
 // verifier checks one output folder.
 type verifier struct {
@@ -82,16 +105,18 @@ type verifier struct {
 	// 0 for fixed Shards: a partition's files then share one count of at
 	// most autoMax.
 	autoMax int
+	// format and codec are the marker's Format and Compression ("" where
+	// it gives none): how verify --read decodes files of its extension.
+	format, codec string
 	// settingsUnread: the marker could not be read (an S3 error).
 	settingsUnread bool
+	// reads holds a slot per file being read (--read).
+	reads chan struct{}
 	// sizes holds every listed key under the prefix (staging excluded).
 	sizes map[string]int64
 	parts map[partKey]*partition
 	// markers are the completion markers listed.
 	markers []string
-	// exts counts the extensions of s3once-shaped files (for a folder
-	// without a marker).
-	exts map[string]int
 }
 
 type partKey struct{ dest, window string }
@@ -105,6 +130,9 @@ type partition struct {
 	named []namedLike
 	// listed holds the keys its manifest lists, once read (nil: none read).
 	listed map[string]bool
+	// counted is how many of its manifest's files had their records
+	// counted from their bytes (--read), under the verifier's lock.
+	counted int
 }
 
 // fileName is an s3once-shaped key taken apart.
@@ -128,8 +156,10 @@ func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) 
 			Bucket: o.bucket, Prefix: o.prefix, StagingPrefix: o.staging, CheckedAt: o.now,
 			Settings: settingsReport{Key: ownkeys.SettingsKey(o.prefix)},
 		},
-		sizes: map[string]int64{}, parts: map[partKey]*partition{}, exts: map[string]int{},
+		sizes: map[string]int64{}, parts: map[partKey]*partition{},
+		reads: make(chan struct{}, min(o.concurrency, maxReads)),
 	}
+	v.rep.Read = o.read
 	v.readSettings(ctx)
 	if !v.list(ctx) {
 		return v.finish()
@@ -204,6 +234,8 @@ func (v *verifier) readSettings(ctx context.Context) {
 		return
 	}
 	v.ext, v.extKnown, sr.Extension = ext, true, ext
+	v.format, _ = fp.Get("format")
+	v.codec, _ = fp.Get("compression")
 	if s, ok := fp.Get("shards"); ok {
 		if bound, auto := strings.CutPrefix(s, "auto:"); auto {
 			if n, err := strconv.Atoi(bound); err == nil && n > 0 {
@@ -261,7 +293,6 @@ func (v *verifier) list(ctx context.Context) bool {
 					p.named = append(p.named, namedLike{Key: k, Size: o.Size, Reason: why})
 					continue
 				}
-				v.exts[n.ext]++
 				p.files = append(p.files, n)
 			}
 		}
@@ -270,14 +301,6 @@ func (v *verifier) list(ctx context.Context) bool {
 	if err != nil {
 		v.unverified(folder, fmt.Errorf("list s3://%s/%s (check the bucket, the credentials and the endpoint, then run again): %w", v.o.bucket, folder, err))
 		return false
-	}
-	if !v.extKnown && len(v.exts) > 1 {
-		exts := make([]string, 0, len(v.exts))
-		for e := range v.exts {
-			exts = append(exts, e)
-		}
-		slices.Sort(exts)
-		v.unverified(v.rep.Settings.Key, fmt.Errorf("files of %d extensions (%s) and no settings marker to say which are s3once's: check them by hand", len(exts), strings.Join(exts, ", ")))
 	}
 	return true
 }
@@ -296,8 +319,10 @@ func (v *verifier) partition(dest, window string) *partition {
 var fileTail = regexp.MustCompile(`^([0-9]+)-shard-([0-9]{5,})-of-([0-9]{5,})(?:-batch-([0-9]{2,})-of-([0-9]{2,}))?-file-([0-9]{5,})(.*)$`)
 
 // fileName takes an s3once-shaped key of window apart. why is not empty
-// where the key cannot be one of this folder's files: an extension other
-// than the settings marker's, or numbers s3once does not write.
+// where the key cannot be one of s3once's files: numbers s3once does not
+// write. A file of another extension than the settings marker's is a file
+// of its partition all the same (extDisagree), as the sink's partition
+// check counts it: another run's.
 func (v *verifier) fileName(key string, size int64, window string) (n fileName, why string) {
 	base := key[strings.LastIndexByte(key, '/')+1:]
 	m := fileTail.FindStringSubmatch(base[len(window)+len("-pane-"):])
@@ -325,13 +350,19 @@ func (v *verifier) fileName(key string, size int64, window string) (n fileName, 
 		ok = ok && ok5 && ok6 && subs > 1 && sub < subs && subs <= 1<<20
 		n.subBatch, n.subBatches = int(sub), int(subs)
 	}
-	switch {
-	case v.extKnown && n.ext != v.ext:
-		return n, fmt.Sprintf("its extension %q is not this folder's %q (from the settings marker)", n.ext, v.ext)
-	case !ok:
+	if !ok {
 		return n, "its numbers are not as s3once writes them (padding, or a shard or sub-batch past its count)"
 	}
 	return n, ""
+}
+
+// extDisagree says why a file's extension cannot be this folder's ("" where
+// it can, or where no settings marker says).
+func (v *verifier) extDisagree(n fileName) string {
+	if v.extKnown && n.ext != v.ext {
+		return fmt.Sprintf("its extension %q is not this folder's %q (from the settings marker)", n.ext, v.ext)
+	}
+	return ""
 }
 
 // ---- partitions ----------------------------------------------------------
@@ -384,19 +415,197 @@ func (v *verifier) checkPartitions(ctx context.Context) {
 			continue
 		}
 		pr.CheckedBy = byListing
-		v.named(p.named...)
-		switch {
-		case !v.rep.Settings.Found:
-			pr.Note = "no manifest and no settings marker: an output-version-1 folder (an earlier release), checked by a listing alone"
-		case v.rep.Settings.OutputVersion == "1":
-			pr.Note = "no manifest: output version 1 keeps none; checked by a listing and the settings marker"
-		default:
-			pr.Note = "no manifest yet (its window has not expired, or the run has not finished): checked by a listing and the settings marker"
+		if v.o.read {
+			pr.CheckedBy = byReading
 		}
+		v.named(p.named...)
 		v.checkByListing(k, p, pr)
+		manifests.Go(func() error {
+			v.checkWithoutManifest(ctx, &lookups, k, p, pr)
+			return nil
+		})
 	}
 	_ = manifests.Wait() // every read and look-up reports its own failure
 	_ = lookups.Wait()
+	for _, pr := range v.rep.Partitions {
+		p := v.parts[partKey{pr.Destination, pr.Window}]
+		switch {
+		case p.listed == nil: // no manifest, or one that could not be read
+		case v.o.read && p.counted == pr.Entries:
+			pr.RecordsFrom = recordsFromFiles
+		default:
+			pr.RecordsFrom = recordsFromManifest
+		}
+	}
+}
+
+// checkWithoutManifest judges a partition that has no manifest, beyond the
+// names (checkByListing). What proves it:
+//
+//   - In an output-version-2 folder, where the window's completion marker
+//     exists, the manifest was written before it: its absence is a problem
+//     (manifest-missing). Without the marker, the run may not have
+//     finished (or no marker is configured): the partition is unverified,
+//     in every mode.
+//   - A listing proves names and sizes, not bytes: without --read the
+//     partition is unverified. With --read every file is read and decoded
+//     with its codec and format (a file that does not decode is a problem;
+//     one verify cannot decode leaves the partition unverified).
+//   - Two files of one pane with the same bytes (size and CRC64NVME: from
+//     the read, or else from a HEAD of each file whose pane and size it
+//     shares with another) are a copy where the sink never writes two
+//     alike: a record lies in one shard and one sub-batch of its pane (a
+//     hash of the record picks them), and a shard's sorted records are cut
+//     into files in order, so two files alike in one shard hold one record
+//     repeated. Files alike in two shards or sub-batches are a problem;
+//     in one shard, a problem where --read counted several distinct
+//     records, unverified where it could not tell.
+func (v *verifier) checkWithoutManifest(ctx context.Context, lookups *errgroup.Group, k partKey, p *partition, pr *partitionReport) {
+	markerKey := ownkeys.MarkerKey(v.o.prefix, k.window, 0)
+	_, marked := v.sizes[markerKey]
+	partKey := ownkeys.PartitionFilePrefix(v.o.prefix, k.dest, k.window)
+	how := "; a listing proves the files' names and sizes, not their bytes: verify --read reads them"
+	if v.o.read {
+		how = "; every file read (--read)"
+	}
+	switch {
+	case !v.rep.Settings.Found:
+		pr.Note = "no manifest and no settings marker: an output-version-1 folder (an earlier release), checked by a listing" + how
+	case v.rep.Settings.OutputVersion == "1":
+		pr.Note = "no manifest: output version 1 keeps none; checked by a listing and the settings marker" + how
+	case marked:
+		pr.Note = fmt.Sprintf("no manifest, though its window's completion marker %s, written after every manifest of the window, exists", markerKey)
+		v.problem(problem{Kind: kindManifestMissing, Destination: k.dest, Window: k.window, Key: ownkeys.ManifestKey(v.o.prefix, k.dest, k.window),
+			Message: fmt.Sprintf("the partition has no manifest, though its window's completion marker %s exists, which the sink writes after every manifest of the window: the manifest was deleted outside s3once, and the partition's files cannot be proved; rerun the partition into a fresh prefix", markerKey)})
+	default:
+		pr.Note = "no manifest, and no completion marker for its window: the run may not have finished (or its window not expired); checked by a listing and the settings marker" + how
+		v.unverified(partKey, errors.New("no manifest and no completion marker for its window: the run may not have finished; verify again once it has (where no completion marker is configured, verify cannot prove a window complete)"))
+	}
+	if !v.o.read && (!v.rep.Settings.Found || v.rep.Settings.OutputVersion == "1") {
+		v.unverified(partKey, errors.New("no manifest: a listing cannot prove the files' bytes (a file replaced with other bytes of its size, or copied to another name, looks the same); run verify --read to read every file"))
+	}
+	type got struct {
+		crc      uint64
+		have     bool // crc is known
+		content  fileContent
+		readable bool // read and decoded (--read)
+	}
+	gots := make([]got, len(p.files))
+	type paneSize struct{ pane, size int64 }
+	shared := map[paneSize]int{}
+	for _, f := range p.files {
+		shared[paneSize{f.pane, f.size}]++
+	}
+	var wg sync.WaitGroup
+	for i, f := range p.files {
+		if !v.o.read && shared[paneSize{f.pane, f.size}] < 2 {
+			continue
+		}
+		wg.Add(1)
+		lookups.Go(func() error {
+			defer wg.Done()
+			if v.o.read {
+				crc, c, err := v.readFile(ctx, f.key, f.ext, f.size)
+				switch {
+				case err == nil:
+					gots[i] = got{crc: crc, have: true, content: c, readable: true}
+				case errors.Is(err, errFormatUnknown):
+					gots[i] = got{crc: crc, have: true}
+					v.unverified(f.key, fmt.Errorf("%w: its bytes are unchecked, and the partition has no manifest to prove them", err))
+				case errors.Is(err, errNotRead):
+					v.unverified(f.key, err)
+				default:
+					gots[i] = got{crc: crc, have: true}
+					v.problem(problem{Kind: kindUnreadable, Destination: k.dest, Window: k.window, Key: f.key,
+						Message: fmt.Sprintf("the file does not decode (%v): cut short, or replaced outside s3once; %s", err, remedyDamaged)})
+				}
+				return nil
+			}
+			h, err := v.lookup(ctx, f.key, f.size)
+			switch {
+			case err != nil:
+				v.unverified(f.key, err)
+			case !h.Exists || !h.HaveCRC || h.Size != f.size:
+				v.unverified(f.key, fmt.Errorf("listed with %d bytes, then found %s: run verify again", f.size, h))
+			default:
+				gots[i] = got{crc: h.CRC, have: true}
+			}
+			return nil
+		})
+	}
+	wg.Wait()
+	if v.o.read {
+		var total int64
+		all := len(p.files) > 0
+		for _, g := range gots {
+			total += g.content.records
+			all = all && g.content.counted
+		}
+		if all {
+			pr.Records, pr.RecordsFrom = total, recordsFromFiles
+		}
+	}
+	type alike struct {
+		pane, size int64
+		crc        uint64
+	}
+	first := map[alike]int{}
+	for i, f := range p.files {
+		if !gots[i].have {
+			continue
+		}
+		a := alike{f.pane, f.size, gots[i].crc}
+		j, ok := first[a]
+		if !ok {
+			first[a] = i
+			continue
+		}
+		o := p.files[j]
+		sameBatch := o.shard == f.shard && o.shards == f.shards && o.subBatch == f.subBatch && o.subBatches == f.subBatches
+		c := gots[i].content
+		dup := func(why string) {
+			v.problem(problem{Kind: kindDuplicate, Destination: k.dest, Window: k.window, Key: f.key,
+				Message: fmt.Sprintf("the same bytes as %s (%d bytes, CRC64NVME %016x): %s, so one of them is a copy made outside s3once; %s", o.key, f.size, gots[i].crc, why, remedyDamaged)})
+		}
+		switch {
+		case !sameBatch:
+			dup("a record of a pane lies in one shard and one sub-batch only, and these two files are of two")
+		case gots[i].readable && c.counted && !c.oneRecord:
+			dup(fmt.Sprintf("they hold %d records, not one record repeated, and the sink cuts a shard's sorted records into files in order", c.records))
+		case gots[i].readable && c.counted:
+			// One record repeated: two files of one shard can hold that.
+		default:
+			v.unverified(f.key, fmt.Errorf("the same bytes as %s, in the same shard: a copy, or two files of one record repeated; verify cannot tell without counting its records (--read, for text and JSON Lines)", o.key))
+		}
+	}
+}
+
+// errNotRead: a file could not be read (an S3 call failed).
+var errNotRead = errors.New("could not read the file")
+
+// readFile reads a file of extension ext and size bytes whole (holding one
+// of the read slots) and decodes it: crc is the bytes' CRC64NVME, err a
+// failure to decode (errFormatUnknown where verify does not know its codec
+// or format), or errNotRead.
+func (v *verifier) readFile(ctx context.Context, key, ext string, size int64) (crc uint64, c fileContent, err error) {
+	select {
+	case v.reads <- struct{}{}:
+	case <-ctx.Done():
+		return 0, c, fmt.Errorf("%w: %w", errNotRead, ctx.Err())
+	}
+	defer func() { <-v.reads }()
+	body, found, err := v.c.ReadObject(ctx, v.o.bucket, key, size)
+	switch {
+	case err != nil:
+		return 0, c, fmt.Errorf("%w: %w (run verify again)", errNotRead, err)
+	case !found:
+		return 0, c, fmt.Errorf("%w: listed, then not found (run verify again)", errNotRead)
+	case int64(len(body)) != size:
+		return 0, c, fmt.Errorf("%w: listed with %d bytes, read %d: it changed (run verify again)", errNotRead, size, len(body))
+	}
+	crc = crc64nvme.Checksum(body)
+	c, err = readContent(body, kindOf(ext, v.ext, v.format, v.codec))
+	return crc, c, err
 }
 
 // checkByManifest reads the partition's manifest and looks up every file it
@@ -447,7 +656,11 @@ func (v *verifier) checkByManifest(ctx context.Context, lookups *errgroup.Group,
 				Message: fmt.Sprintf("the manifest %s lists a key that is not a file of its partition", p.manifest)})
 			continue
 		}
-		switch n, why := v.fileName(e.Key, e.Size, k.window); {
+		n, why := v.fileName(e.Key, e.Size, k.window)
+		if why == "" {
+			why = v.extDisagree(n)
+		}
+		switch {
 		case why != "":
 			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: e.Key,
 				Message: fmt.Sprintf("the manifest %s lists a file that cannot be this folder's: %s; the files and the settings marker disagree", p.manifest, why)})
@@ -456,9 +669,7 @@ func (v *verifier) checkByManifest(ctx context.Context, lookups *errgroup.Group,
 				Message: fmt.Sprintf("the manifest %s lists a file named for %d shards where the settings marker records %s: the files and the settings marker disagree", p.manifest, n.shards, v.shardsDisagree(n.shards))})
 		}
 		lookups.Go(func() error {
-			lctx, cancel := context.WithTimeout(ctx, v.lookupBound(e.Size))
-			h, err := v.c.Lookup(lctx, v.o.bucket, e.Key, e.Size)
-			cancel()
+			h, err := v.lookup(ctx, e.Key, e.Size)
 			switch {
 			case err != nil:
 				v.unverified(e.Key, err)
@@ -468,10 +679,45 @@ func (v *verifier) checkByManifest(ctx context.Context, lookups *errgroup.Group,
 			case !h.Is(e.Size, e.CRC64NVME):
 				v.problem(problem{Kind: kindChanged, Destination: k.dest, Window: k.window, Key: e.Key,
 					Message: fmt.Sprintf("the manifest %s lists %d bytes with CRC64NVME %016x; the key holds %s: overwritten outside s3once", p.manifest, e.Size, e.CRC64NVME, h)})
+			case v.o.read:
+				v.countRecords(ctx, k, p, e, n.ext)
 			}
 			return nil
 		})
 	}
+}
+
+// countRecords reads a file its manifest lists and compares its record
+// count with the manifest's (--read). A format whose records verify cannot
+// count leaves the manifest's count unchecked.
+func (v *verifier) countRecords(ctx context.Context, k partKey, p *partition, e manifest.Entry, ext string) {
+	crc, c, err := v.readFile(ctx, e.Key, ext, e.Size)
+	switch {
+	case errors.Is(err, errNotRead):
+		v.unverified(e.Key, err)
+	case errors.Is(err, errFormatUnknown):
+	case crc != e.CRC64NVME:
+		v.unverified(e.Key, fmt.Errorf("read with CRC64NVME %016x where the manifest %s records %016x: it changed after its look-up (run verify again)", crc, p.manifest, e.CRC64NVME))
+	case err != nil:
+		v.problem(problem{Kind: kindUnreadable, Destination: k.dest, Window: k.window, Key: e.Key,
+			Message: fmt.Sprintf("the file its manifest %s lists, with its bytes, does not decode (%v): the sink did not write it so; %s", p.manifest, err, remedyDamaged)})
+	case !c.counted:
+	case c.records != e.Records:
+		v.problem(problem{Kind: kindRecords, Destination: k.dest, Window: k.window, Key: e.Key,
+			Message: fmt.Sprintf("the file holds %d records where its manifest %s records %d: the manifest was changed outside s3once, so its counts cannot be trusted; %s", c.records, p.manifest, e.Records, remedyDamaged)})
+	default:
+		v.mu.Lock()
+		p.counted++
+		v.mu.Unlock()
+	}
+}
+
+// lookup tells what key holds (committer.Lookup, under lookupBound; size
+// < 0 never reads back).
+func (v *verifier) lookup(ctx context.Context, key string, size int64) (committer.Holding, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.lookupBound(max(size, 0)))
+	defer cancel()
+	return v.c.Lookup(ctx, v.o.bucket, key, size)
 }
 
 // lookupBound bounds one file's Lookup: its HEAD under the committer's
@@ -494,10 +740,18 @@ func (v *verifier) checkByListing(k partKey, p *partition, pr *partitionReport) 
 		shard int
 	}
 	splits := map[paneShard]map[int]string{} // sub-batch count -> a key
+	exts := map[string]string{}              // extension -> a key
 	for _, f := range p.files {
 		pr.Bytes += f.size
 		counts[f.shards] = true
-		if want := v.shardsDisagree(f.shards); want != "" {
+		if _, ok := exts[f.ext]; !ok {
+			exts[f.ext] = f.key
+		}
+		if why := v.extDisagree(f); why != "" {
+			pr.Mixed = true
+			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: f.key,
+				Message: fmt.Sprintf("an s3once file of another run: %s, so the partition is mixed; %s", why, remedyMixed)})
+		} else if want := v.shardsDisagree(f.shards); want != "" {
 			pr.Mixed = true
 			v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: f.key,
 				Message: fmt.Sprintf("named for %d shards where the settings marker records %s: another run's file, so the partition is mixed; %s", f.shards, want, remedyMixed)})
@@ -509,6 +763,16 @@ func (v *verifier) checkByListing(k partKey, p *partition, pr *partitionReport) 
 		if _, ok := splits[ps][f.subBatches]; !ok {
 			splits[ps][f.subBatches] = f.key
 		}
+	}
+	if !v.extKnown && len(exts) > 1 {
+		pr.Mixed = true
+		names := slices.Sorted(maps.Keys(exts))
+		examples := make([]string, 0, len(names))
+		for _, e := range names {
+			examples = append(examples, exts[e])
+		}
+		v.problem(problem{Kind: kindOtherSettings, Destination: k.dest, Window: k.window, Key: ownkeys.PartitionFilePrefix(v.o.prefix, k.dest, k.window),
+			Message: fmt.Sprintf("s3once files of %d extensions (%s; such as %s) in one partition: files of two runs with another Format or Compression; %s", len(names), strings.Join(names, ", "), strings.Join(examples, ", "), remedyMixed)})
 	}
 	if v.shards == 0 && len(counts) > 1 {
 		pr.Mixed = true
@@ -663,8 +927,11 @@ func (v *verifier) checkUploads(ctx context.Context) {
 				if !u.Initiated.IsZero() {
 					age = fmt.Sprintf(", initiated %s", u.Initiated.UTC().Format(time.RFC3339))
 				}
-				v.problem(problem{Kind: kindUploadLeft, Key: u.Key, UploadID: u.UploadID,
-					Message: fmt.Sprintf("an open multipart upload of s3once's%s: a writer still running, or one that stopped; once no pipeline writes here, 's3once sweep --bucket %s --prefix %s --older-than AGE' aborts it", age, v.o.bucket, v.o.prefix)})
+				msg := fmt.Sprintf("an open multipart upload of s3once's%s: a writer still running, or one that stopped; once no pipeline writes here, 's3once sweep --bucket %s --prefix %s --older-than AGE' aborts it", age, v.o.bucket, v.o.prefix)
+				if h, ok := v.leftOver(ctx, u.Key); ok {
+					msg = fmt.Sprintf("a left-over upload%s: its key already holds a committed object (%s), and the sink commits with If-None-Match, so this upload can never complete (an earlier attempt's, killed before a rerun committed the file); 's3once sweep --bucket %s --prefix %s' removes it at any age", age, h, v.o.bucket, v.o.prefix)
+				}
+				v.problem(problem{Kind: kindUploadLeft, Key: u.Key, UploadID: u.UploadID, Message: msg})
 			}
 		}
 		return nil
@@ -672,6 +939,17 @@ func (v *verifier) checkUploads(ctx context.Context) {
 	if err != nil {
 		v.unverified(folder, fmt.Errorf("%w (run again to check for open uploads)", err))
 	}
+}
+
+// leftOver reports whether an open upload of key is a left-over: key is an
+// s3once file's and holds a committed object now (a HEAD; a failed one
+// says nothing).
+func (v *verifier) leftOver(ctx context.Context, key string) (committer.Holding, bool) {
+	if _, _, ok := ownkeys.ParseFileKey(v.o.prefix, key); !ok {
+		return committer.Holding{}, false
+	}
+	h, err := v.lookup(ctx, key, -1)
+	return h, err == nil && h.Exists
 }
 
 // ownKey reports whether an upload's key is one s3once writes under the
@@ -712,6 +990,11 @@ func (v *verifier) finish() *verifyReport {
 	for _, p := range r.Problems {
 		if pr := byPart[partKey{p.Destination, p.Window}]; pr != nil && p.Window != "" {
 			pr.Problems++
+		}
+	}
+	for _, pr := range r.Partitions {
+		if r.RecordsFrom != recordsFromManifest && pr.RecordsFrom != "" {
+			r.RecordsFrom = pr.RecordsFrom
 		}
 	}
 	// Empty lists are [] in JSON, never null.

@@ -8,6 +8,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"github.com/minio/crc64nvme"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/manifest"
@@ -89,6 +93,74 @@ func (f *outFolder) settings(version, ext string, shards any) {
 		{Name: "output-version", Value: version},
 		{Name: "shards", Value: fmt.Sprint(shards)},
 	}))
+}
+
+// written puts a file as the sink writes one of format jsonl: records
+// (JSON strings, one a line) sorted, gzip-compressed where the key ends in
+// ".gz"; it returns its manifest entry.
+func (f *outFolder) written(key string, records ...string) manifest.Entry {
+	f.t.Helper()
+	records = slices.Sorted(slices.Values(records))
+	var b bytes.Buffer
+	for _, r := range records {
+		b.WriteString(strconv.Quote(r) + "\n")
+	}
+	data := b.Bytes()
+	if strings.HasSuffix(key, ".gz") {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		if _, err := zw.Write(data); err != nil {
+			f.t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			f.t.Fatal(err)
+		}
+		data = z.Bytes()
+	}
+	f.put(key, data)
+	return manifest.Entry{Key: key, Size: int64(len(data)), CRC64NVME: crc64nvme.Checksum(data), Records: int64(len(records))}
+}
+
+// get reads an object whole.
+func (f *outFolder) get(key string) []byte {
+	f.t.Helper()
+	out, err := f.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: &f.bucket, Key: &key})
+	if err != nil {
+		f.t.Fatalf("get %s: %v", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+func (f *outFolder) delete(key string) {
+	f.t.Helper()
+	if _, err := f.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &f.bucket, Key: &key}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// readable builds a version-2 folder of real jsonl.gz files that verifies
+// with --read too: partition "a" (two files of shard 0, one of shard 1,
+// 5 records) and "b" (3 records), each with its manifest, and, with
+// marker, the global window's completion marker (an empty _SUCCESS).
+func (f *outFolder) readable(marker bool) (a []manifest.Entry) {
+	f.t.Helper()
+	f.settings("2", ext, 2)
+	a = []manifest.Entry{
+		f.written(f.name("a", "global", 0, 2, 0, ext), "r1", "r2"),
+		f.written(f.name("a", "global", 0, 2, 1, ext), "r3", "r4"),
+		f.written(f.name("a", "global", 1, 2, 0, ext), "r5"),
+	}
+	f.manifest("a", "global", a...)
+	f.manifest("b", "global", f.written(f.name("b", "global", 1, 2, 0, ext), "r6", "r7", "r8"))
+	if marker {
+		f.put(ownkeys.MarkerKey(f.prefix, "global", 0), nil)
+	}
+	return a
 }
 
 // successMarker puts a completion marker listing entries as the sink's
@@ -233,7 +305,7 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 			t.Fatalf("report %+v", rep)
 		}
 		p := partition(t, rep, "day=1", "global")
-		if p.CheckedBy != byManifest || p.Files != 3 || p.Entries != 3 || p.Records != 9 || p.Mixed || p.Manifest != ownkeys.ManifestKey(f.prefix, "day=1", "global") {
+		if p.CheckedBy != byManifest || p.Files != 3 || p.Entries != 3 || p.Records != 9 || p.RecordsFrom != recordsFromManifest || p.Mixed || p.Manifest != ownkeys.ManifestKey(f.prefix, "day=1", "global") {
 			t.Fatalf("partition day=1: %+v", p)
 		}
 		if p := partition(t, rep, "", hour); p.CheckedBy != byManifest || p.Files != 1 {
@@ -260,35 +332,182 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		}
 	})
 
+	// A correct output-version-1 folder (no manifests): a listing cannot
+	// prove its files' bytes, so it is unverified by default (exit 3); with
+	// --read every file is read and decoded, its records counted: exit 0.
 	t.Run("V1FallsBack", func(t *testing.T) {
 		f := folder(t)
-		f.file(f.name("day=1", "global", 0, 4, 0, ".jsonl"))
-		f.file(f.name("day=1", "global", 3, 4, 0, ".jsonl"))
-		f.file(f.name("day=2", "global", 1, 4, 0, ".jsonl"))
-		rep := verify(t, f, exitOK)
+		f.written(f.name("day=1", "global", 0, 4, 0, ".jsonl"), "a", "b")
+		f.written(f.name("day=1", "global", 3, 4, 0, ".jsonl"), "c")
+		f.written(f.name("day=2", "global", 1, 4, 0, ".jsonl"), "d", "e", "f")
+		rep := verify(t, f, exitUnverified)
 		wantProblems(t, rep)
-		if rep.Settings.Found || len(rep.Partitions) != 2 {
+		if rep.Settings.Found || len(rep.Partitions) != 2 || len(rep.Unverified) != 2 || rep.RecordsFrom != "" {
 			t.Fatalf("report %+v", rep)
 		}
+		for _, u := range rep.Unverified {
+			if !strings.Contains(u.Error, "--read") {
+				t.Fatalf("unverified %+v does not say how to prove it", u)
+			}
+		}
 		for _, p := range rep.Partitions {
-			if p.CheckedBy != byListing || !strings.Contains(p.Note, "output-version-1") || p.Manifest != "" {
+			if p.CheckedBy != byListing || !strings.Contains(p.Note, "output-version-1") || p.Manifest != "" || p.RecordsFrom != "" {
 				t.Fatalf("partition %+v does not say it fell back", p)
 			}
 		}
 		r := runCmd(t, "", env, "verify", "--bucket", f.bucket, "--prefix", f.prefix, "--endpoint", srv.Endpoint(), "--path-style")
-		if r.code != exitOK || !strings.Contains(r.stdout, "by listing") || !strings.Contains(r.stdout, "checked by a listing alone") {
+		if r.code != exitUnverified || !strings.Contains(r.stdout, "by listing") || !strings.Contains(r.stdout, "verify --read reads them") {
 			t.Fatalf("human report: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		rep = verify(t, f, exitOK, "--read")
+		wantProblems(t, rep)
+		if !rep.Read || rep.RecordsFrom != recordsFromFiles {
+			t.Fatalf("report %+v", rep)
+		}
+		if p := partition(t, rep, "day=1", "global"); p.CheckedBy != byReading || p.Records != 3 || p.RecordsFrom != recordsFromFiles {
+			t.Fatalf("partition read: %+v", p)
+		}
+		// A file cut short does not decode.
+		cut := f.name("day=2", "global", 1, 4, 0, ".jsonl")
+		f.put(cut, []byte(`"d"`+"\n"+`"e`))
+		wantProblems(t, verify(t, f, exitProblems, "--read"), kindUnreadable+" "+cut)
+	})
+
+	// A partition without a manifest in an output-version-2 folder: its
+	// window's completion marker, written after every manifest of the
+	// window, exists: manifest-missing; it does not: the run may not have
+	// finished (exit 3), with --read too.
+	t.Run("V2WithoutManifestYet", func(t *testing.T) {
+		f := folder(t)
+		f.readable(false)
+		const later = "20240601T110000Z-20240601T120000Z"
+		f.written(f.name("day=3", later, 1, 2, 0, ext), "x")
+		for _, mode := range [][]string{nil, {"--read"}} {
+			rep := verify(t, f, exitUnverified, mode...)
+			wantProblems(t, rep)
+			if p := partition(t, rep, "day=3", later); !strings.Contains(p.Note, "may not have finished") {
+				t.Fatalf("partition without a manifest: %+v", p)
+			}
+			if len(rep.Unverified) == 0 || rep.Unverified[0].Key != ownkeys.PartitionFilePrefix(f.prefix, "day=3", later) || !strings.Contains(rep.Unverified[0].Error, "may not have finished") {
+				t.Fatalf("unverified %+v", rep.Unverified)
+			}
+		}
+		f.written(f.name("day=3", hour, 1, 2, 0, ext), "y")
+		f.put(ownkeys.MarkerKey(f.prefix, hour, 0), nil) // the hour's completion marker
+		rep := verify(t, f, exitProblems)
+		wantProblems(t, rep, kindManifestMissing+" "+ownkeys.ManifestKey(f.prefix, "day=3", hour))
+		if p := partition(t, rep, "day=3", hour); p.Problems != 1 || !strings.Contains(p.Note, ownkeys.MarkerKey(f.prefix, hour, 0)) {
+			t.Fatalf("partition without its manifest: %+v", p)
 		}
 	})
 
-	t.Run("V2WithoutManifestYet", func(t *testing.T) {
+	// Reproduction 4: after a good run, a partition's manifest deleted and
+	// one of its files copied to the next file index.
+	t.Run("ManifestDeletedFileCopied", func(t *testing.T) {
+		for _, marker := range []bool{true, false} {
+			f := folder(t)
+			f.prefix += fmt.Sprint("-marker-", marker)
+			a := f.readable(marker)
+			mk := ownkeys.ManifestKey(f.prefix, "a", "global")
+			f.delete(mk)
+			copied := f.name("a", "global", 0, 2, 2, ext)
+			f.put(copied, f.get(a[1].Key))
+			if marker {
+				// The completion marker proves the manifest was written.
+				wantProblems(t, verify(t, f, exitProblems), kindManifestMissing+" "+mk)
+				wantProblems(t, verify(t, f, exitProblems, "--read"), kindManifestMissing+" "+mk, kindDuplicate+" "+copied)
+				continue
+			}
+			rep := verify(t, f, exitUnverified)
+			wantProblems(t, rep)
+			rep = verify(t, f, exitProblems, "--read")
+			wantProblems(t, rep, kindDuplicate+" "+copied)
+			if m := rep.Problems[0].Message; !strings.Contains(m, a[1].Key) || !strings.Contains(m, "copy") {
+				t.Fatalf("the duplicate's problem does not name the file it copies: %s", m)
+			}
+		}
+		// A copy into another shard is found without reading: a record of a
+		// pane lies in one shard only.
+		g := folder(t)
+		g.prefix += "-shard"
+		g.settings("1", ext, 2)
+		one := g.written(g.name("a", "global", 0, 2, 0, ext), "r1", "r1")
+		other := g.name("a", "global", 1, 2, 0, ext)
+		g.put(other, g.get(one.Key))
+		wantProblems(t, verify(t, g, exitProblems), kindDuplicate+" "+other)
+		// In one shard, two files alike holding one record repeated are the
+		// sink's: --read tells them from a copy.
+		g.delete(other)
+		g.put(g.name("a", "global", 0, 2, 1, ext), g.get(one.Key))
+		wantProblems(t, verify(t, g, exitUnverified))
+		wantProblems(t, verify(t, g, exitOK, "--read"))
+	})
+
+	// Reproduction 5: the manifest's record counts multiplied by 1000. By
+	// default the counts are the manifest's, and the report says they are
+	// unchecked; with --read they are counted from the files.
+	t.Run("RecordCounts", func(t *testing.T) {
 		f := folder(t)
-		f.consistent()
-		f.file(f.name("day=3", hour, 1, 2, 0, ext))
+		a := f.readable(true)
 		rep := verify(t, f, exitOK)
-		wantProblems(t, rep)
-		if p := partition(t, rep, "day=3", hour); p.CheckedBy != byListing || !strings.Contains(p.Note, "not expired") {
-			t.Fatalf("partition without a manifest: %+v", p)
+		if p := partition(t, rep, "a", "global"); p.Records != 5 || p.RecordsFrom != recordsFromManifest || rep.RecordsFrom != recordsFromManifest {
+			t.Fatalf("default records: %+v, report %q", p, rep.RecordsFrom)
+		}
+		rep = verify(t, f, exitOK, "--read")
+		if p := partition(t, rep, "a", "global"); p.Records != 5 || p.RecordsFrom != recordsFromFiles || rep.RecordsFrom != recordsFromFiles {
+			t.Fatalf("records read: %+v, report %q", p, rep.RecordsFrom)
+		}
+		var want []string
+		for i := range a {
+			a[i].Records *= 1000
+			want = append(want, kindRecords+" "+a[i].Key)
+		}
+		f.manifest("a", "global", a...)
+		rep = verify(t, f, exitOK)
+		if p := partition(t, rep, "a", "global"); p.Records != 5000 || p.RecordsFrom != recordsFromManifest {
+			t.Fatalf("records %+v", p)
+		}
+		r := runCmd(t, "", env, "verify", "--bucket", f.bucket, "--prefix", f.prefix, "--endpoint", srv.Endpoint(), "--path-style")
+		if r.code != exitOK || !strings.Contains(r.stdout, "5000 records (from the manifest, unchecked)") || !strings.Contains(r.stdout, "record counts: from the manifests, unchecked") {
+			t.Fatalf("human report: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantProblems(t, verify(t, f, exitProblems, "--read"), want...)
+	})
+
+	// A file named like s3once's of another extension is a file of its
+	// partition: in a partition with a manifest, an extra file; without
+	// one, another run's (mixed); without a settings marker, two
+	// extensions in one partition are two runs'.
+	t.Run("OtherExtension", func(t *testing.T) {
+		f := folder(t)
+		f.readable(true)
+		txt := f.name("a", "global", 0, 2, 2, ".jsonl")
+		f.written(txt, "r9")
+		rep := verify(t, f, exitProblems)
+		wantProblems(t, rep, kindExtra+" "+txt)
+		if p := partition(t, rep, "a", "global"); !p.Mixed || p.Files != 4 || len(rep.NamedLikeS3once) != 0 {
+			t.Fatalf("partition %+v, named like s3once's %+v", p, rep.NamedLikeS3once)
+		}
+		g := folder(t)
+		g.prefix += "-v1marker"
+		g.settings("1", ext, 2)
+		g.written(g.name("a", "global", 0, 2, 0, ext), "r1")
+		plain := g.name("a", "global", 1, 2, 0, ".jsonl")
+		g.written(plain, "r2")
+		rep = verify(t, g, exitProblems, "--read")
+		wantProblems(t, rep, kindOtherSettings+" "+plain)
+		if !partition(t, rep, "a", "global").Mixed {
+			t.Fatalf("partitions %+v", rep.Partitions)
+		}
+		h := folder(t)
+		h.prefix += "-nomarker"
+		h.written(h.name("a", "global", 0, 2, 0, ".jsonl.gz"), "r1")
+		h.written(h.name("a", "global", 1, 2, 0, ".jsonl"), "r2")
+		h.written(h.name("b", "global", 1, 2, 0, ".jsonl"), "r3") // one extension a partition
+		rep = verify(t, h, exitProblems, "--read")
+		wantProblems(t, rep, kindOtherSettings+" "+ownkeys.PartitionFilePrefix(h.prefix, "a", "global"))
+		if !strings.Contains(rep.Problems[0].Message, ".jsonl, .jsonl.gz") {
+			t.Fatalf("the problem does not name the extensions: %s", rep.Problems[0].Message)
 		}
 	})
 
@@ -444,32 +663,27 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		f.put(foreign, []byte("a user's file"))
 		padded := ownkeys.Folder(f.prefix) + "day=1/global-pane-0-shard-000001-of-00002-file-00000" + ext
 		f.put(padded, []byte("x"))
-		alone := f.name("day=9", "global", 0, 2, 0, ".csv")
+		alone := f.name("day=9", "20240601T110000Z-20240601T120000Z", 0, 2, 0, ".csv") // a window without a completion marker
 		f.put(alone, []byte("y"))
-		rep := verify(t, f, exitOK)
-		wantProblems(t, rep)
-		var got []string
-		for _, n := range rep.NamedLikeS3once {
-			got = append(got, n.Key)
+		// Only a key whose numbers s3once does not write is named like
+		// s3once's; one of another extension is a file of its partition,
+		// another run's (the sink's partition check counts it too).
+		rep := verify(t, f, exitProblems)
+		wantProblems(t, rep, kindExtra+" "+foreign, kindOtherSettings+" "+alone)
+		if len(rep.NamedLikeS3once) != 1 || rep.NamedLikeS3once[0].Key != padded || !strings.Contains(rep.NamedLikeS3once[0].Reason, "numbers") {
+			t.Fatalf("named like s3once's: %+v, want %s", rep.NamedLikeS3once, padded)
 		}
-		want := []string{foreign, padded, alone}
-		slices.Sort(want)
-		if !slices.Equal(got, want) || !strings.Contains(rep.NamedLikeS3once[slices.Index(got, foreign)].Reason, ".other") {
-			t.Fatalf("named like s3once's: %+v, want %v", rep.NamedLikeS3once, want)
+		if p := partition(t, rep, "day=1", "global"); p.Files != 4 || !p.Mixed {
+			t.Fatalf("a file of another extension was not counted: %+v", p)
 		}
-		if p := partition(t, rep, "day=1", "global"); p.Files != 3 {
-			t.Fatalf("a foreign file was counted as s3once's: %+v", p)
-		}
-		for _, p := range rep.Partitions {
-			if p.Destination == "day=9" {
-				t.Fatalf("a partition of foreign files only: %+v", p)
-			}
+		if p := partition(t, rep, "day=9", "20240601T110000Z-20240601T120000Z"); p.Files != 1 || !p.Mixed {
+			t.Fatalf("a partition of another extension's file: %+v", p)
 		}
 	})
 
 	t.Run("UploadLeft", func(t *testing.T) {
 		f := folder(t)
-		f.consistent()
+		files := f.consistent()
 		open := func(key string) string {
 			out, err := client.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key})
 			if err != nil {
@@ -493,6 +707,29 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 				t.Fatalf("upload %+v (s3once's is %s, another tool's %s)", u, id, other)
 			}
 		}
+		if m := rep.Problems[0].Message; strings.Contains(m, "left-over") {
+			t.Fatalf("an upload of an empty key called a left-over: %s", m)
+		}
+		// An upload of a key that holds a committed object (an earlier
+		// attempt's, after a crash and a rerun) can never complete: a
+		// left-over, which the sweep removes at any age.
+		committed := files[0].Key
+		leftID := open(committed)
+		rep = verify(t, f, exitProblems)
+		wantProblems(t, rep, kindUploadLeft+" "+key, kindUploadLeft+" "+committed)
+		for _, p := range rep.Problems {
+			if p.UploadID != leftID {
+				continue
+			}
+			leftID = ""
+			if !strings.Contains(p.Message, "left-over") || !strings.Contains(p.Message, "never complete") ||
+				!strings.Contains(p.Message, fmt.Sprintf("'s3once sweep --bucket %s --prefix %s'", f.bucket, f.prefix)) {
+				t.Fatalf("left-over upload: %s", p.Message)
+			}
+		}
+		if leftID != "" {
+			t.Fatalf("no problem names the upload %s: %+v", leftID, rep.Problems)
+		}
 	})
 
 	// A completion marker written before all of its window's files were
@@ -510,12 +747,12 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		// A later pane's marker lists that pane's files only.
 		g := folder(t)
 		g.prefix += "-panes"
-		g.settings("2", ext, 2)
-		p0 := g.file(g.name("d", "global", 0, 2, 0, ext))
-		p1 := g.file(ownkeys.FileKey(g.prefix, "d", ownkeys.FileName{Window: "global", Pane: 1, Shard: 1, Shards: 2, Ext: ext}))
+		g.settings("1", ext, 2) // output version 1 writes a marker per pane
+		p0 := g.written(g.name("d", "global", 0, 2, 0, ext), "a")
+		p1 := g.written(ownkeys.FileKey(g.prefix, "d", ownkeys.FileName{Window: "global", Pane: 1, Shard: 1, Shards: 2, Ext: ext}), "b")
 		g.successMarker(ownkeys.MarkerKey(g.prefix, "global", 0), p0)
 		g.successMarker(ownkeys.MarkerKey(g.prefix, "global", 1), p1)
-		wantProblems(t, verify(t, g, exitOK))
+		wantProblems(t, verify(t, g, exitOK, "--read"))
 	})
 
 	t.Run("CompletionMarkerUnreadable", func(t *testing.T) {
@@ -534,9 +771,12 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		foreign := f.name("day=2", "global", 0, 2, 0, ".csv")
 		f.put(foreign, []byte("a user's"))
 		rep := verify(t, f, exitProblems)
-		wantProblems(t, rep, kindManifest+" "+key)
-		if len(rep.NamedLikeS3once) != 1 || rep.NamedLikeS3once[0].Key != foreign {
-			t.Fatalf("named like s3once's: %+v", rep.NamedLikeS3once)
+		// The completion marker, listing the files of the window, leaves
+		// that file out: the manifest that would tell cannot be read.
+		wantProblems(t, rep, kindManifest+" "+key, kindMarkerIncomplete+" "+ownkeys.MarkerKey(f.prefix, "global", 0))
+		// A file of another extension is a file of its partition.
+		if p := partition(t, rep, "day=2", "global"); len(rep.NamedLikeS3once) != 0 || p.Files != 2 {
+			t.Fatalf("named like s3once's: %+v, partition %+v", rep.NamedLikeS3once, p)
 		}
 	})
 
@@ -570,14 +810,14 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		if r.code != exitUnverified || !strings.Contains(r.stdout, "INCOMPLETE") || !strings.Contains(r.stderr, "could not verify") {
 			t.Fatalf("human report: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
-		// Without a settings marker, files of two extensions cannot be
-		// told apart: s3once's or a user's.
+		// Without a settings marker, files of two extensions in one
+		// partition are two runs' files: a mixed partition.
 		g := folder(t)
 		g.file(g.name("d", "global", 0, 2, 0, ".jsonl"))
 		g.put(g.name("d", "global", 0, 2, 99, ".jsonl.other"), []byte("a user's"))
-		rep = verify(t, g, exitUnverified)
-		wantProblems(t, rep)
-		if len(rep.Unverified) != 1 || !strings.Contains(rep.Unverified[0].Error, ".jsonl, .jsonl.other") {
+		rep = verify(t, g, exitProblems)
+		wantProblems(t, rep, kindOtherSettings+" "+ownkeys.PartitionFilePrefix(g.prefix, "d", "global"))
+		if !strings.Contains(rep.Problems[0].Message, ".jsonl, .jsonl.other") {
 			t.Fatalf("report %+v", rep)
 		}
 	})
@@ -686,7 +926,7 @@ func TestVerifyUnderFaults(t *testing.T) {
 // and under its Policy.
 func TestVerifyCallsS3ThroughTheCommitter(t *testing.T) {
 	fset := token.NewFileSet()
-	for _, name := range []string{"verify.go", "verify_folder.go"} {
+	for _, name := range []string{"verify.go", "verify_folder.go", "verify_read.go"} {
 		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
@@ -739,5 +979,80 @@ func TestVerifyKindsDocumented(t *testing.T) {
 	})
 	if n < 10 {
 		t.Fatalf("found %d problem kinds in verify_folder.go", n)
+	}
+}
+
+// TestReadContent: verify --read decodes a file with its codec and format
+// and counts its records where a record can be counted (lines of text and
+// JSON Lines, rows of Parquet from the footer; not CSV); a file cut short
+// or of other bytes does not decode.
+func TestReadContent(t *testing.T) {
+	gz := func(b []byte) []byte {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		_, _ = zw.Write(b)
+		_ = zw.Close()
+		return z.Bytes()
+	}
+	zst := func(b []byte) []byte {
+		enc, err := zstd.NewWriter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer enc.Close()
+		return enc.EncodeAll(b, nil)
+	}
+	type row struct {
+		ID   int64  `parquet:"id"`
+		Name string `parquet:"name"`
+	}
+	var pq bytes.Buffer
+	if err := parquet.Write(&pq, []row{{1, "a"}, {2, "b"}, {3, "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := []byte("\"a\"\n\"b\"\n\"b\"\n")
+	for _, c := range []struct {
+		name    string
+		body    []byte
+		ext     string
+		records int64 // -1: not counted
+		one     bool
+		err     string
+	}{
+		{"jsonl", lines, ".jsonl", 3, false, ""},
+		{"jsonl.gz", gz(lines), ".jsonl.gz", 3, false, ""},
+		{"two gzip members", append(gz(lines), gz(lines)...), ".jsonl.gz", 6, false, ""},
+		{"jsonl.zst", zst(lines), ".jsonl.zst", 3, false, ""},
+		{"one record repeated", []byte("x\nx\n"), ".txt", 2, true, ""},
+		{"text cut short", []byte("x\ny"), ".txt", 0, false, "newline"},
+		{"not json", []byte("x\n"), ".jsonl", 0, false, "not a JSON value"},
+		{"gzip cut short", gz(lines)[:20], ".jsonl.gz", 0, false, "EOF"},
+		{"not gzip", lines, ".jsonl.gz", 0, false, "gzip"},
+		{"empty", gz(nil), ".txt.gz", 0, false, "no record"},
+		{"csv", []byte("a,b\n\"c\nd\",e\n"), ".csv", -1, false, ""},
+		{"csv broken", []byte("a,\"b\n"), ".csv", 0, false, "csv"},
+		{"parquet", pq.Bytes(), ".parquet", 3, false, ""},
+		{"parquet cut", pq.Bytes()[:pq.Len()-1], ".parquet", 0, false, "PAR1"},
+		{"unknown format", gz(lines), ".avro.gz", 0, false, errFormatUnknown.Error()},
+	} {
+		got, err := readContent(c.body, kindOf(c.ext, "", "", ""))
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one saying %q", c.name, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.records < 0 && got.counted, c.records >= 0 && (!got.counted || got.records != c.records || got.oneRecord != c.one):
+			t.Errorf("%s: %+v, want %d records (one repeated: %v)", c.name, got, c.records, c.one)
+		}
+	}
+	// The settings marker's Format and Compression win for its extension;
+	// a Format registered under another name is not one verify knows.
+	if k := kindOf(".csv", ".csv", "orders-csv", "none"); k != (fileKind{codec: "none"}) {
+		t.Errorf("a registered CSV format: %+v", k)
+	}
+	if k := kindOf(".jsonl.gz", ".jsonl.gz", "jsonl", "gzip"); k != (fileKind{codec: "gzip", format: "jsonl"}) {
+		t.Errorf("the marker's jsonl: %+v", k)
 	}
 }
