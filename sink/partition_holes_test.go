@@ -18,6 +18,7 @@ import (
 
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 func init() {
@@ -50,8 +51,8 @@ func TestSupersetRerunRefused(t *testing.T) {
 	if _, err := partitionRun(t, bucket, "out", lettered(0, 200), tune); err != nil {
 		t.Fatal(err)
 	}
-	before := relative(t, c, bucket, "out")
-	third := ""
+	before := everything(t, c, bucket, "out")
+	third, manifests := "", 0
 	for k := range before {
 		if strings.Contains(k, "-file-00002") {
 			t.Fatalf("run 1 wrote a third file %s", k)
@@ -59,9 +60,12 @@ func TestSupersetRerunRefused(t *testing.T) {
 		if strings.Contains(k, "-file-00001") {
 			third = strings.Replace(k, "-file-00001", "-file-00002", 1)
 		}
+		if ownkeys.IsManifest("", k) {
+			manifests++
+		}
 	}
-	if third == "" {
-		t.Fatalf("run 1 wrote no second file: %v", keysOf(before))
+	if third == "" || manifests != 1 {
+		t.Fatalf("run 1 wrote no second file, or not one manifest: %v", keysOf(before))
 	}
 
 	counts, err := partitionRun(t, bucket, "out", lettered(0, 250), tune)
@@ -83,7 +87,7 @@ func TestSupersetRerunRefused(t *testing.T) {
 	if n := counts["files_committed"]; n != 0 {
 		t.Errorf("files_committed = %d; want 0", n)
 	}
-	if after := relative(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
+	if after := everything(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Errorf("the refused run changed the folder: %v, was %v", keysOf(after), keysOf(before))
 	}
 	checkClean(t, c, bucket)
@@ -94,7 +98,7 @@ func TestSupersetRerunRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "adds nothing to it, but does not write") {
 		t.Errorf("the subset rerun: %v; want a refusal that says it adds nothing", err)
 	}
-	if after := relative(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
+	if after := everything(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Errorf("the refused subset run changed the folder: %v", keysOf(after))
 	}
 
@@ -103,7 +107,7 @@ func TestSupersetRerunRefused(t *testing.T) {
 	if _, err := partitionRun(t, bucket, "out", append(lettered(0, 200), "b1", "b2"), tune); err != nil {
 		t.Fatalf("a rerun of the first input with a new partition: %v", err)
 	}
-	after := relative(t, c, bucket, "out")
+	after := everything(t, c, bucket, "out")
 	for k, v := range before {
 		if !bytes.Equal(after[k], v) {
 			t.Errorf("%s changed", k)
@@ -125,15 +129,10 @@ func TestDamagedManifestRefused(t *testing.T) {
 	if _, err := partitionRun(t, bucket, "out", in, tune); err != nil {
 		t.Fatal(err)
 	}
-	before := relative(t, c, bucket, "out")
-	mkey := ""
-	for k := range before {
-		if ownkeys.IsManifest("", k) {
-			mkey = k
-		}
-	}
-	if mkey == "" {
-		t.Fatalf("no manifest: %v", keysOf(before))
+	before := everything(t, c, bucket, "out")
+	mkey := strings.TrimPrefix(ownkeys.ManifestKey("out", "letter=a", "global"), "out/")
+	if _, ok := before[mkey]; !ok {
+		t.Fatalf("no manifest %s: %v", mkey, keysOf(before))
 	}
 	cut := before[mkey][:len(before[mkey])/2]
 	put(t, c, bucket, "out/"+mkey, cut)
@@ -145,7 +144,7 @@ func TestDamagedManifestRefused(t *testing.T) {
 	if !errcode.Has(errors.New(err.Error()), errcode.ManifestDamaged) || !strings.Contains(err.Error(), "out/"+mkey) {
 		t.Errorf("the failure does not name the damaged manifest with %s: %v", errcode.ManifestDamaged.Token(), err)
 	}
-	if after := relative(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
+	if after := everything(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Errorf("the refused run changed the folder: %v", keysOf(after))
 	}
 }
@@ -166,10 +165,10 @@ func TestLegacyFolderOtherCodecRefused(t *testing.T) {
 	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(ownkeys.SettingsKey("old"))}); err != nil {
 		t.Fatal(err)
 	}
-	before := relative(t, c, bucket, "old")
-	_, err := partitionRun(t, bucket, "old", in, func(cfg *Config) { v1(cfg); cfg.Compression = "none" })
-	checkRefusedPartition(t, err, ".txt.gz")
-	if after := relative(t, c, bucket, "old"); !maps.EqualFunc(before, after, bytes.Equal) {
+	before := everything(t, c, bucket, "old")
+	_, err := partitionRun(t, bucket, "old", in, func(cfg *Config) { v1(cfg); cfg.Compression = "gzip" })
+	checkRefusedPartition(t, err, ".txt")
+	if after := everything(t, c, bucket, "old"); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Errorf("the refused run changed the folder: %v", keysOf(after))
 	}
 	checkClean(t, c, bucket)
@@ -220,7 +219,7 @@ func TestThreeSinksBounded(t *testing.T) {
 	}
 	before := map[string]map[string][]byte{}
 	for _, p := range []string{"one", "two", "three"} {
-		before[p] = relative(t, c, bucket, p)
+		before[p] = everything(t, c, bucket, p)
 		if len(before[p]) == 0 {
 			t.Fatalf("the first run wrote nothing under %s", p)
 		}
@@ -231,7 +230,7 @@ func TestThreeSinksBounded(t *testing.T) {
 		t.Fatal("the changed rerun succeeded")
 	}
 	for _, p := range []string{"one", "two", "three"} {
-		if after := relative(t, c, bucket, p); !maps.EqualFunc(before[p], after, bytes.Equal) {
+		if after := everything(t, c, bucket, p); !maps.EqualFunc(before[p], after, bytes.Equal) {
 			t.Errorf("the changed rerun altered %s: %v, was %v", p, keysOf(after), keysOf(before[p]))
 		}
 	}
@@ -278,4 +277,15 @@ func put(t *testing.T, c *s3.Client, bucket, key string, body []byte) {
 	if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// everything reads every object under prefix, manifests and markers
+// included, by its key relative to prefix.
+func everything(t *testing.T, c *s3.Client, bucket, prefix string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, k := range s3test.Keys(t, c, bucket, prefix+"/") {
+		out[strings.TrimPrefix(k, prefix+"/")] = s3test.Object(t, c, bucket, k)
+	}
+	return out
 }

@@ -469,6 +469,8 @@ func (v *verifier) checkWithoutManifest(ctx context.Context, lookups *errgroup.G
 		how = "; every file read (--read)"
 	}
 	switch {
+	case mutVerifyTrustsListing():
+		pr.Note = "no manifest: checked by a listing"
 	case !v.rep.Settings.Found:
 		pr.Note = "no manifest and no settings marker: an output-version-1 folder (an earlier release), checked by a listing" + how
 	case v.rep.Settings.OutputVersion == "1":
@@ -481,7 +483,7 @@ func (v *verifier) checkWithoutManifest(ctx context.Context, lookups *errgroup.G
 		pr.Note = "no manifest, and no completion marker for its window: the run may not have finished (or its window not expired); checked by a listing and the settings marker" + how
 		v.unverified(partKey, errors.New("no manifest and no completion marker for its window: the run may not have finished; verify again once it has (where no completion marker is configured, verify cannot prove a window complete)"))
 	}
-	if !v.o.read && (!v.rep.Settings.Found || v.rep.Settings.OutputVersion == "1") {
+	if !v.o.read && (!v.rep.Settings.Found || v.rep.Settings.OutputVersion == "1") && !mutVerifyTrustsListing() {
 		v.unverified(partKey, errors.New("no manifest: a listing cannot prove the files' bytes (a file replaced with other bytes of its size, or copied to another name, looks the same); run verify --read to read every file"))
 	}
 	type got struct {
@@ -702,7 +704,7 @@ func (v *verifier) countRecords(ctx context.Context, k partKey, p *partition, e 
 		v.problem(problem{Kind: kindUnreadable, Destination: k.dest, Window: k.window, Key: e.Key,
 			Message: fmt.Sprintf("the file its manifest %s lists, with its bytes, does not decode (%v): the sink did not write it so; %s", p.manifest, err, remedyDamaged)})
 	case !c.counted:
-	case c.records != e.Records:
+	case c.records != e.Records && !mutVerifyTrustsCounts():
 		v.problem(problem{Kind: kindRecords, Destination: k.dest, Window: k.window, Key: e.Key,
 			Message: fmt.Sprintf("the file holds %d records where its manifest %s records %d: the manifest was changed outside s3once, so its counts cannot be trusted; %s", c.records, p.manifest, e.Records, remedyDamaged)})
 	default:
