@@ -1,0 +1,2 @@
+// Package scenario is the folder-level property test of the sink.
+package scenario
