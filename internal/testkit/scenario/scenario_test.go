@@ -158,8 +158,9 @@ type env struct {
 
 // failure is one property a sequence broke.
 type failure struct {
-	kind string // a short category, for the summary
-	text string
+	kind  string // the property broken
+	class string // the known gap it shows (classify)
+	text  string
 }
 
 // sequence runs one seeded sequence and returns what it broke.
@@ -177,7 +178,34 @@ type sequence struct {
 }
 
 func (s *sequence) fail(kind, format string, args ...any) {
-	s.failures = append(s.failures, failure{kind: kind, text: fmt.Sprintf(format, args...)})
+	text := fmt.Sprintf(format, args...)
+	s.failures = append(s.failures, failure{kind: kind, text: text, class: classify(kind, s.m.damaged, text)})
+}
+
+// classify names the known gap a failure shows, for the summary: the
+// issue's list of ways a folder was found wrong or verify fooled.
+func classify(kind, damage, text string) string {
+	switch {
+	case kind == "upload-left":
+		return "uploads left after a crash and a rerun"
+	case kind == "verify-ok-on-wrong" && strings.Contains(text, "records; it holds"):
+		return "verify trusts manifest record counts"
+	case kind == "verify-ok-on-wrong" && strings.Contains(text, "no manifest"):
+		return "verify passes a partition without its manifest"
+	case kind == "verify-ok-on-wrong" && strings.Contains(text, "settings marker"):
+		return "verify passes a damaged settings marker"
+	case strings.HasPrefix(kind, "verify"):
+		return "verify passes a wrong folder"
+	case strings.HasPrefix(damage, "marker"):
+		return "a damaged settings marker accepted"
+	case damage == "legacy":
+		return "a folder without a marker takes other settings"
+	case strings.Contains(text, "superset"):
+		return "a changed rerun grows a complete partition"
+	case damage != "":
+		return "a damaged partition accepted"
+	}
+	return kind
 }
 
 func (s *sequence) step(format string, args ...any) {
@@ -252,15 +280,15 @@ func TestScenarios(t *testing.T) {
 		failed++
 		seen := map[string]bool{}
 		for _, f := range s.failures {
-			if !seen[f.kind] {
-				kinds[f.kind]++
-				seen[f.kind] = true
+			if !seen[f.class] {
+				kinds[f.class]++
+				seen[f.class] = true
 			}
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "sequence %d (%s, seed %d, %s) broke %d properties:\n  steps: %s\n", i, label, seed, s.env.server, len(s.failures), strings.Join(s.log, "\n         "))
 		for _, f := range s.failures {
-			fmt.Fprintf(&b, "  [%s] %s\n", f.kind, f.text)
+			fmt.Fprintf(&b, "  [%s: %s] %s\n", f.kind, f.class, f.text)
 		}
 		fmt.Fprintf(&b, "  reproduce: %s=%d go test -race -count=1 -run '^TestScenarios$' ./internal/testkit/scenario/", envSeeds, seed)
 		t.Error(b.String())
