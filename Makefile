@@ -208,15 +208,19 @@ server: $(VERSITYGW)
 # (make test runs 3), and the Iceberg table's crash loop (icebergtable
 # TestCrashLoop), 20 times over (make test runs 3); and the worker memory
 # budget's prism test (bench TestWorkerMemoryBudget), whose heap figures
-# vary with the machine's load.
+# vary with the machine's load; and the folder scenarios
+# (internal/testkit/scenario), SOAK_SCENARIOS random sequences (make test
+# runs 30).
 SOAK_LOOPS ?= 100
 SOAK_WORKER_KILL_LOOPS ?= 20
 SOAK_ICEBERG_LOOPS ?= 20
+SOAK_SCENARIOS ?= 400
 soak: tools
 	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
 		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 	S3ONCE_ICEBERG_CRASH_LOOPS=$(SOAK_ICEBERG_LOOPS) $(GO) test -race -timeout 2h -run '^TestCrashLoop$$' -v ./icebergtable/
 	S3ONCE_WORKER_BUDGET_TEST=1 $(GO) test -race -timeout 30m -run '^TestWorkerMemoryBudget$$' -v ./bench/
+	S3ONCE_SCENARIOS=$(SOAK_SCENARIOS) $(GO) test -race -timeout 4h -run '^TestScenarios$$' -v ./internal/testkit/scenario/
 
 # The explorer's wide bounds (internal/testkit/explore): two faults per schedule on
 # one file and on the two-file workload, release orders within a preemption
