@@ -173,7 +173,8 @@
 // multipart uploads and side objects behind. Sweep aborts the uploads under
 // the sink's prefix that were initiated before a cutoff and deletes the side
 // objects under the staging prefix last modified before it; it never touches
-// anything younger, and a dry run only counts. Ages are measured by the
+// anything younger but the left-overs at committed keys (see the cutoff rule
+// below), and a dry run only counts. Ages are measured by the
 // server's clock (the Date header of its replies), never the local one.
 // Uploads are listed without a Prefix, from the folder's name on (KeyMarker),
 // and filtered by key here: MinIO matches a listing's Prefix as a whole key
@@ -206,6 +207,19 @@
 // incomplete uploads (AbortIncompleteMultipartUpload) or expire staging
 // objects are subject to the same rule; Sweep warns about rules that act
 // sooner than its cutoff.
+//
+// One exception to the cutoff: an upload of an s3once file name whose key
+// holds an object (a HEAD after the listing) is stale whatever its age, and
+// so are its side objects. A commit with If-None-Match can never make it the
+// key's object, so it serves nothing but a restore: a restore of a
+// checkpoint that names it fails with recoverable.ErrNoSuchUpload once it is
+// swept (the sink then writes the file again, counted in files_rewritten,
+// and its commit finds the file committed), and a writer still writing it
+// fails. SweepOptions.KeepRestorable leaves such uploads to the cutoff, and
+// so does SweepOptions.Unconditional (or a Committer with
+// AllowUnconditional), which a folder committed without If-None-Match
+// needs: there such an upload can still replace the object, and nothing in
+// the folder records that it was committed that way.
 //
 // # Versioned buckets
 //

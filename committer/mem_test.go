@@ -43,6 +43,7 @@ var fakeTests = []struct {
 	{"SweepRefusesBadOptions", TestSweepRefusesBadOptions},
 	{"SweepLeavesForeignUploadsNamedLikeFiles", TestSweepLeavesForeignUploadsNamedLikeFiles},
 	{"SweepWithoutOrWithBadMarker", TestSweepWithoutOrWithBadMarker},
+	{"SweepLeftOverUploads", TestSweepLeftOverUploads},
 	{"SweepWarnsAboutLifecycleRules", TestSweepWarnsAboutLifecycleRules},
 	{"ListUploads", TestListUploads},
 }

@@ -76,6 +76,20 @@ type SweepOptions struct {
 	DryRun bool
 	// Force allows a cutoff younger than MinSweepAge.
 	Force bool
+	// KeepRestorable leaves the uploads of file keys that hold an object
+	// to the cutoff, like every other upload. By default such an upload is
+	// stale whatever its age (its side objects too): the sink completes
+	// with If-None-Match, so it can never become its key's object, and a
+	// restore of a checkpoint that names it ends in a rewrite of the file
+	// (the sink) or in recoverable.ErrNoSuchUpload (a direct user of
+	// recoverable and Committer).
+	KeepRestorable bool
+	// Unconditional says the folder's files were committed without
+	// If-None-Match (Options.AllowUnconditional), so an open upload may
+	// still replace its key's object: uploads are then judged by the
+	// cutoff alone, as with KeepRestorable. A Committer made with
+	// AllowUnconditional sweeps that way too.
+	Unconditional bool
 	// Progress, if set, is called with the report so far after each page of
 	// listings; it runs on the sweeping goroutine and must return quickly.
 	Progress func(SweepReport)
@@ -93,6 +107,9 @@ type SweepItem struct {
 	Key  string
 	// UploadID names an upload; VersionID an old version ("" for others).
 	UploadID, VersionID string
+	// LeftOver: an upload of a key that holds an object, or a side object
+	// of such an upload, stale whatever its age (SweepOptions.KeepRestorable).
+	LeftOver bool
 	// Bytes: an upload's parts, an object's size (0 for a delete marker).
 	Bytes int64
 	// Time: when an upload was initiated or an object last modified (zero
@@ -115,8 +132,14 @@ type SweepCounts struct {
 	Stale int
 	// Removed were aborted or deleted (0 in a dry run).
 	Removed int
-	// Kept were younger than the cutoff, or had no date.
+	// Kept were younger than the cutoff, or had no date, and were no
+	// left-overs.
 	Kept int
+	// LeftOver of Stale were younger than the cutoff (or had no date), and
+	// stale because they are left-overs: uploads of file keys that hold an
+	// object, checked when the sweep lists them, and those uploads' side
+	// objects (SweepOptions.KeepRestorable).
+	LeftOver int
 	// NotOwn were listed under the prefixes but are not s3once's (another
 	// tool's upload, an object of another name): never touched.
 	NotOwn int
@@ -151,9 +174,13 @@ type SweepReport struct {
 // Sweep removes what crashed or abandoned writers left behind under a sink's
 // prefixes: it aborts the multipart uploads under Prefix that were initiated
 // before the cutoff and deletes the side objects under StagingPrefix last
-// modified before it. Nothing younger is touched. Ages are judged by the
-// server's clock (the Date of its replies), so a skewed local clock cannot
-// make a young upload look old.
+// modified before it. An upload of an s3once file whose key holds an object
+// (looked at after the listing) is a left-over whatever its age, and so are
+// its side objects: the sink completes with If-None-Match, so such an upload
+// can never become its key's object (SweepOptions.KeepRestorable and
+// Unconditional leave them to the cutoff). Nothing else younger is touched.
+// Ages are judged by the server's clock (the Date of its replies), so a
+// skewed local clock cannot make a young upload look old.
 //
 // The cutoff must exceed how long a file may stay open (until committed)
 // plus how long a checkpoint may be retained and restored from: a sweep
@@ -209,21 +236,31 @@ func (c *Committer) Sweep(ctx context.Context, so SweepOptions) (SweepReport, er
 	if err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
 	}
-	fileUpload := func(key string) (own, skip bool) {
-		if ownkeys.Under(so.StagingPrefix, key) {
-			return false, true
+	outputUpload := func(key string) uploadKind {
+		switch {
+		case ownkeys.Under(so.StagingPrefix, key):
+			return skipUpload
+		case ownkeys.IsFileName(so.Prefix, key) && (ext == "" || ownkeys.HasFileExt(key, ext)):
+			return fileUpload
+		case ownkeys.IsOutputProbe(so.Prefix, key):
+			return probeUpload
 		}
-		file := ownkeys.IsFileName(so.Prefix, key) && (ext == "" || ownkeys.HasFileExt(key, ext))
-		return file || ownkeys.IsOutputProbe(so.Prefix, key), false
+		return foreignUpload
 	}
-	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.Prefix), fileUpload, &rep, failures, progress); err != nil {
+	left := &leftovers{on: !so.KeepRestorable && !so.Unconditional && !c.opts.AllowUnconditional, folders: map[string]bool{}}
+	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.Prefix), outputUpload, left, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
 	}
-	probeUpload := func(key string) (own, skip bool) { return ownkeys.IsStagingProbe(so.StagingPrefix, key), false }
-	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.StagingPrefix), probeUpload, &rep, failures, progress); err != nil {
+	stagingUpload := func(key string) uploadKind {
+		if ownkeys.IsStagingProbe(so.StagingPrefix, key) {
+			return probeUpload
+		}
+		return foreignUpload
+	}
+	if err := c.sweepUploads(ctx, so, ownkeys.Folder(so.StagingPrefix), stagingUpload, left, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
 	}
-	if err := c.sweepSideObjects(ctx, so, &rep, failures, progress); err != nil {
+	if err := c.sweepSideObjects(ctx, so, left, &rep, failures, progress); err != nil {
 		return rep, fmt.Errorf("%s: %w", where, err)
 	}
 	c.sweepVersions(ctx, so, &rep, failures)
@@ -284,8 +321,45 @@ func (f *failureList) err() error {
 	return errors.Join(errs...)
 }
 
+// uploadKind is what a sweep makes of an upload's key.
+type uploadKind int
+
+const (
+	skipUpload    uploadKind = iota // another pass's
+	foreignUpload                   // not s3once's: never touched
+	probeUpload                     // a preflight probe's
+	fileUpload                      // an s3once file's
+)
+
+// leftovers are the uploads of file keys that hold an object, which a sweep
+// removes whatever their age (when on), by their side objects' folders.
+type leftovers struct {
+	on      bool
+	mu      sync.Mutex
+	folders map[string]bool // ownkeys.SideObjectPrefix of each upload
+}
+
+func (l *leftovers) add(staging, uploadID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.folders[ownkeys.SideObjectPrefix(staging, uploadID)] = true
+}
+
+// holds reports whether key is a side object of a left-over upload.
+func (l *leftovers) holds(staging, key string) bool {
+	if !ownkeys.IsSideObject(staging, key) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.folders[key[:strings.LastIndexByte(key, '/')+1]]
+}
+
 // sweepUploads aborts the stale multipart uploads under folder whose keys are
-// s3once's (own); the others are counted as NotOwn and left alone.
+// s3once's (kind); the others are counted as NotOwn and left alone. With
+// left.on, the young uploads of file keys are stale too where their key
+// holds an object (one HEAD per key, after the listing), and are recorded
+// in left so that their side objects go as well.
 //
 // The listing sends no Prefix: MinIO matches a listing's Prefix as a whole
 // key, so "out/" would list none of the uploads under out/. It starts after
@@ -294,14 +368,15 @@ func (f *failureList) err() error {
 // page that ends past the folder. The cost over a prefixed listing is at
 // most one page of other keys' uploads; a server that ignored the marker
 // would cost the pages sorted before the folder too, never a wrong answer.
-func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder string, own func(key string) (own, skip bool), rep *SweepReport, failures *failureList, progress func()) error {
+func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder string, kind func(key string) uploadKind, left *leftovers, rep *SweepReport, failures *failureList, progress func()) error {
 	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(so.Bucket)}
 	if folder != "" {
 		in.KeyMarker = aws.String(folder)
 	}
 	err := s3call.ListUploads(ctx, c.client, c.policy(), in, func(out *s3.ListMultipartUploadsOutput) (bool, error) {
 		var stale []types.MultipartUpload
-		past := false // the page ends past the folder
+		young := map[string][]types.MultipartUpload{} // by key: files' uploads to look at
+		past := false                                 // the page ends past the folder
 		for _, u := range out.Uploads {
 			key := aws.ToString(u.Key)
 			if !strings.HasPrefix(key, folder) {
@@ -309,40 +384,73 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 				continue
 			}
 			past = false
-			mine, skip := own(key)
-			if skip {
+			k := kind(key)
+			if k == skipUpload {
 				continue
 			}
 			rep.Uploads.Scanned++
-			if !mine {
+			switch {
+			case k == foreignUpload:
 				rep.Uploads.NotOwn++
-				continue
-			}
-			if u.Initiated == nil || !u.Initiated.Before(rep.Cutoff) {
+			case u.Initiated != nil && u.Initiated.Before(rep.Cutoff):
+				rep.Uploads.Stale++
+				stale = append(stale, u)
+			case k == fileUpload && left.on:
+				young[key] = append(young[key], u)
+			default:
 				rep.Uploads.Kept++
-				continue
 			}
-			rep.Uploads.Stale++
-			stale = append(stale, u)
 		}
 		var mu sync.Mutex
+		sweep := func(u types.MultipartUpload, leftOver bool) {
+			bytes, removed, err := c.sweepUpload(ctx, so, u)
+			if leftOver && err == nil {
+				left.add(so.StagingPrefix, aws.ToString(u.UploadId))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rep.Uploads.Bytes += bytes
+			so.stale(SweepItem{Kind: "upload", Key: aws.ToString(u.Key), UploadID: aws.ToString(u.UploadId), Bytes: bytes, Time: aws.ToTime(u.Initiated), LeftOver: leftOver})
+			if removed {
+				rep.Uploads.Removed++
+			}
+			if err != nil {
+				rep.Uploads.Failed++
+				failures.add(err)
+			}
+		}
 		var g errgroup.Group
 		g.SetLimit(c.opts.SweepConcurrency)
 		for _, u := range stale {
 			g.Go(func() error {
-				bytes, removed, err := c.sweepUpload(ctx, so, u)
-				mu.Lock()
-				defer mu.Unlock()
-				rep.Uploads.Bytes += bytes
-				so.stale(SweepItem{Kind: "upload", Key: aws.ToString(u.Key), UploadID: aws.ToString(u.UploadId), Bytes: bytes, Time: aws.ToTime(u.Initiated)})
-				if removed {
-					rep.Uploads.Removed++
-				}
-				if err != nil {
-					rep.Uploads.Failed++
-					failures.add(err)
-				}
+				sweep(u, false)
 				return nil // counted; the sweep goes on
+			})
+		}
+		for key, us := range young {
+			g.Go(func() error {
+				f, err := c.head(ctx, so.Bucket, key)
+				mu.Lock()
+				switch {
+				case err != nil:
+					rep.Uploads.Kept += len(us)
+					rep.Uploads.Failed += len(us)
+					failures.add(&recoverable.Error{Op: "sweep", Bucket: so.Bucket, Key: key, UploadID: aws.ToString(us[0].UploadId),
+						Err: fmt.Errorf("look at the key, to tell whether its %d young uploads are left-overs: %w", len(us), err)})
+				case f.exists:
+					rep.Uploads.Stale += len(us)
+					rep.Uploads.LeftOver += len(us)
+				default:
+					rep.Uploads.Kept += len(us)
+				}
+				mu.Unlock()
+				if err != nil || !f.exists {
+					return nil
+				}
+				for _, u := range us {
+					sweep(u, true)
+				}
+				return nil
 			})
 		}
 		_ = g.Wait()
@@ -393,8 +501,9 @@ func (c *Committer) sweepUpload(ctx context.Context, so SweepOptions, u types.Mu
 }
 
 // sweepSideObjects deletes the stale side objects and probes under the staging
-// prefix; other keys there are counted as NotOwn and left alone.
-func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *SweepReport, failures *failureList, progress func()) error {
+// prefix, and the side objects of the left-over uploads whatever their age;
+// other keys there are counted as NotOwn and left alone.
+func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, left *leftovers, rep *SweepReport, failures *failureList, progress func()) error {
 	return c.listObjects(ctx, so.Bucket, ownkeys.Folder(so.StagingPrefix), func(page []object) error {
 		var stale []string
 		for _, o := range page {
@@ -403,14 +512,19 @@ func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, rep *
 				rep.SideObjects.NotOwn++
 				continue
 			}
-			if o.modified.IsZero() || !o.modified.Before(rep.Cutoff) {
+			old := !o.modified.IsZero() && o.modified.Before(rep.Cutoff)
+			leftOver := !old && left.holds(so.StagingPrefix, o.key)
+			if !old && !leftOver {
 				rep.SideObjects.Kept++
 				continue
 			}
 			rep.SideObjects.Stale++
+			if leftOver {
+				rep.SideObjects.LeftOver++
+			}
 			rep.SideObjects.Bytes += o.size
 			stale = append(stale, o.key)
-			so.stale(SweepItem{Kind: "side object", Key: o.key, Bytes: o.size, Time: o.modified})
+			so.stale(SweepItem{Kind: "side object", Key: o.key, Bytes: o.size, Time: o.modified, LeftOver: leftOver})
 		}
 		if !so.DryRun && len(stale) > 0 {
 			n, err := c.deleteKeys(ctx, so.Bucket, stale)

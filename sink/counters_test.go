@@ -130,6 +130,8 @@ func TestCountersAgreeWithResults(t *testing.T) {
 			"rewrites_required":       0,
 			"files_rewritten":         0,
 			"records_rewritten":       0,
+			// No attempt left an upload at a committed key.
+			"leftover_uploads_aborted": 0,
 			// Parquet files resumed where their encoder was not kept
 			// (see "Parquet" in the package docs): bounded below.
 			"parquet_replays":          m["parquet_replays"],

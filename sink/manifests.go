@@ -270,11 +270,12 @@ func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp time
 	return nil
 }
 
-// finish writes the manifest of each partition of the window, then its
-// completion marker. Each is written once (If-None-Match); an object in
-// place with the same bytes (a retry, a rerun) is a success, one with
-// other bytes fails the run: the partition is another run's. It returns
-// the window's files, each once, in key order.
+// finish writes the manifest of each partition of the window, removes the
+// left-over uploads at the window's file keys (leftovers.go), then writes
+// its completion marker. Each manifest and marker is written once
+// (If-None-Match); an object in place with the same bytes (a retry, a
+// rerun) is a success, one with other bytes fails the run: the partition
+// is another run's. It returns the window's files, each once, in key order.
 func (w *windowWriter) finish(ctx context.Context, window string, results []FileResult) ([]FileResult, error) {
 	byKey := map[string]FileResult{}
 	for _, r := range results {
@@ -293,6 +294,9 @@ func (w *windowWriter) finish(ctx context.Context, window string, results []File
 		return nil, err
 	}
 	metricManifests.Inc(ctx, int64(len(byDest)))
+	// Every file of the window is committed: uploads still open at their
+	// keys are left-overs (leftovers.go), removed before the marker.
+	w.abortLeftovers(ctx, window, byKey)
 	sorted := make([]FileResult, 0, len(byKey))
 	for _, r := range byKey {
 		sorted = append(sorted, r)

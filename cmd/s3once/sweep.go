@@ -23,8 +23,20 @@ probes) and under --staging-prefix (preflight probes) that were initiated
 more than --older-than ago, and deletes s3once's side objects and probes
 under --staging-prefix last modified more than --older-than ago. Both
 prefixes are folders ("events" never holds "events-v2/"); keys of other
-names, other tools' uploads and anything younger are never touched. Ages
-are measured by the S3 server's clock, not this machine's.
+names, other tools' uploads and anything else younger are never touched.
+Ages are measured by the S3 server's clock, not this machine's.
+
+An upload of an s3once file whose key already holds an object (looked at
+when the sweep lists it) is aborted whatever its age, and its side objects
+deleted: the sink commits with If-None-Match, so such an upload, left by a
+crashed attempt or a zombie, can never become its key's object. A checkpoint
+that names one then restores to a rewrite of the file (files_rewritten), or,
+for a program that uses the recoverable and committer packages without the
+sink, to ErrNoSuchUpload; a pipeline still writing such a file (a rerun
+beside the sweep) fails that write. --keep-restorable leaves them to
+--older-than; so does --unconditional, for a folder whose files were
+committed without If-None-Match (AllowUnconditional), where such an upload
+may still replace the object.
 
 AGE must exceed the longest time a file may stay open (until it is
 committed) plus the longest time a checkpoint is retained: a sweep destroys
@@ -60,6 +72,8 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		attempts    = fs.Int("max-attempts", 3, "tries per S3 call on retryable errors (on top of the SDK's own)")
 		versioned   = fs.Bool("versioned", false, "the bucket keeps versions: also remove the old versions and delete markers of s3once's staging keys")
 		limit       = fs.Int("limit", 100, "with --dry-run: list at most this many of the items it would remove (0: counts only)")
+		keepRestore = fs.Bool("keep-restorable", false, "leave uploads of keys that hold an object (and their side objects) to --older-than")
+		uncond      = fs.Bool("unconditional", false, "the folder's files were committed without If-None-Match (AllowUnconditional): leave uploads of keys that hold an object to --older-than")
 		cf          clientFlags
 	)
 	fs.Var(&olderThan, "older-than", "minimum age of what is removed: a duration (36h) or days (7d) (required)")
@@ -96,6 +110,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	so := committer.SweepOptions{
 		Bucket: *bucket, Prefix: *prefix, WholeBucket: *wholeBucket, StagingPrefix: *staging,
 		OlderThan: olderThan.d, DryRun: *dryRun, Force: *force, Progress: prog.update,
+		KeepRestorable: *keepRestore, Unconditional: *uncond,
 	}
 	items := &staleItems{limit: *limit}
 	if *dryRun {
@@ -144,8 +159,12 @@ func printSweep(w io.Writer, rep committer.SweepReport, olderThan time.Duration)
 		if rep.DryRun {
 			done = n.Stale // what would go
 		}
-		fmt.Fprintf(w, "  %-13s %d scanned, %d stale (%s), %s %d, kept %d, not s3once's %d, failed %d\n",
-			what, n.Scanned, n.Stale, humanBytes(n.Bytes), verb, done, n.Kept, n.NotOwn, n.Failed)
+		left := ""
+		if n.LeftOver > 0 {
+			left = fmt.Sprintf(", %d of them younger at committed keys", n.LeftOver)
+		}
+		fmt.Fprintf(w, "  %-13s %d scanned, %d stale (%s%s), %s %d, kept %d, not s3once's %d, failed %d\n",
+			what, n.Scanned, n.Stale, humanBytes(n.Bytes), left, verb, done, n.Kept, n.NotOwn, n.Failed)
 	}
 	line("uploads", aborted, rep.Uploads)
 	line("side objects", deleted, rep.SideObjects)
@@ -208,9 +227,9 @@ func printItems(w io.Writer, s *staleItems) {
 	for _, it := range items {
 		switch it.Kind {
 		case "upload":
-			fmt.Fprintf(w, "  upload       %s  upload %s, %s, initiated %s\n", it.Key, it.UploadID, humanBytes(it.Bytes), it.Time.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, "  upload       %s  upload %s, %s, initiated %s%s\n", it.Key, it.UploadID, humanBytes(it.Bytes), it.Time.UTC().Format(time.RFC3339), leftOverNote(it))
 		case "side object":
-			fmt.Fprintf(w, "  side object  %s  %s, modified %s\n", it.Key, humanBytes(it.Bytes), it.Time.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, "  side object  %s  %s, modified %s%s\n", it.Key, humanBytes(it.Bytes), it.Time.UTC().Format(time.RFC3339), leftOverNote(it))
 		default:
 			fmt.Fprintf(w, "  old version  %s  version %s, %s\n", it.Key, it.VersionID, humanBytes(it.Bytes))
 		}
@@ -218,6 +237,17 @@ func printItems(w io.Writer, s *staleItems) {
 	if more > 0 {
 		fmt.Fprintf(w, "  ... and %d more (--limit %d lists them all)\n", more, s.total)
 	}
+}
+
+// leftOverNote marks an item that goes whatever its age.
+func leftOverNote(it committer.SweepItem) string {
+	switch {
+	case !it.LeftOver:
+		return ""
+	case it.Kind == "upload":
+		return " (its key holds an object)"
+	}
+	return " (of an upload whose key holds an object)"
 }
 
 // sweepReportJSON is the --json form of a sweep report; its field names are
@@ -248,6 +278,7 @@ type itemJSON struct {
 	VersionID string     `json:"version_id,omitempty"`
 	Bytes     int64      `json:"bytes"`
 	Time      *time.Time `json:"time,omitempty"` // initiated or last modified
+	LeftOver  bool       `json:"left_over,omitempty"`
 }
 
 type countsJSON struct {
@@ -258,11 +289,14 @@ type countsJSON struct {
 	NotOwn  int   `json:"not_own"`
 	Failed  int   `json:"failed"`
 	Bytes   int64 `json:"stale_bytes"`
+	// LeftOver of Stale were younger than the cutoff, at keys that hold
+	// an object (uploads) or of such uploads (side objects).
+	LeftOver int `json:"left_over"`
 }
 
 func sweepJSON(rep committer.SweepReport, olderThan time.Duration, items *staleItems) sweepReportJSON {
 	counts := func(c committer.SweepCounts) countsJSON {
-		return countsJSON{Scanned: c.Scanned, Stale: c.Stale, Removed: c.Removed, Kept: c.Kept, NotOwn: c.NotOwn, Failed: c.Failed, Bytes: c.Bytes}
+		return countsJSON{Scanned: c.Scanned, Stale: c.Stale, Removed: c.Removed, Kept: c.Kept, NotOwn: c.NotOwn, Failed: c.Failed, Bytes: c.Bytes, LeftOver: c.LeftOver}
 	}
 	w := rep.Warnings
 	if w == nil {
@@ -277,7 +311,7 @@ func sweepJSON(rep committer.SweepReport, olderThan time.Duration, items *staleI
 	if rep.DryRun {
 		list, more := items.list()
 		for _, it := range list {
-			j := itemJSON{Kind: it.Kind, Key: it.Key, UploadID: it.UploadID, VersionID: it.VersionID, Bytes: it.Bytes}
+			j := itemJSON{Kind: it.Kind, Key: it.Key, UploadID: it.UploadID, VersionID: it.VersionID, Bytes: it.Bytes, LeftOver: it.LeftOver}
 			if !it.Time.IsZero() {
 				t := it.Time.UTC()
 				j.Time = &t
