@@ -243,6 +243,9 @@ func (f *barrierFn) refuse(ctx context.Context, all []*barrierFile, err error) e
 	if cleanup := f.discard(ctx, all); cleanup != nil {
 		err = fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
 	}
+	if strings.HasPrefix(err.Error(), "s3once sink: ") {
+		return err // the sink's own refusals name it already
+	}
 	return fmt.Errorf("s3once sink: %w", err)
 }
 
