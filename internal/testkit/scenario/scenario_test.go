@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/mutant"
 	"github.com/s3once/s3once/internal/testkit/folderoracle"
 	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/internal/testkit/s3test"
@@ -679,7 +680,13 @@ type verifier struct {
 func newVerifier(t *testing.T) *verifier {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "s3once")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/s3once/s3once/cmd/s3once")
+	args := []string{"build", "-o", bin}
+	if mutant.Enabled {
+		// verify's mutation points, switched by S3ONCE_MUTANT
+		// (mutant_test.go).
+		args = append(args, "-tags", "s3once_mutant")
+	}
+	cmd := exec.Command("go", append(args, "github.com/s3once/s3once/cmd/s3once")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build s3once: %v\n%s", err, out)
 	}
