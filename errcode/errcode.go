@@ -55,6 +55,7 @@ const (
 	FoldersOverlap   Code = "folders-overlap"   // sink.ErrFoldersOverlap
 	SettingsChanged  Code = "settings-changed"  // sink.ErrSettingsChanged
 	PartitionChanged Code = "partition-changed" // sink.ErrPartitionChanged
+	SettingsDamaged  Code = "settings-damaged"  // sink.ErrSettingsDamaged
 )
 
 const (

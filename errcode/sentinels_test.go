@@ -38,6 +38,7 @@ func TestSentinelsCarryTheirCode(t *testing.T) {
 		{sink.ErrFoldersOverlap, errcode.FoldersOverlap},
 		{sink.ErrSettingsChanged, errcode.SettingsChanged},
 		{sink.ErrPartitionChanged, errcode.PartitionChanged},
+		{sink.ErrSettingsDamaged, errcode.SettingsDamaged},
 	} {
 		typed := &recoverable.Error{Op: "commit", Bucket: "b", Key: "k", UploadID: "u", Hint: "a hint", Err: tc.err}
 		text := errors.New(fmt.Errorf("s3once sink: %w", typed).Error())
