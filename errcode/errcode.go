@@ -56,6 +56,7 @@ const (
 	SettingsChanged  Code = "settings-changed"  // sink.ErrSettingsChanged
 	PartitionChanged Code = "partition-changed" // sink.ErrPartitionChanged
 	ManifestDamaged  Code = "manifest-damaged"  // sink.ErrManifestDamaged
+	SettingsDamaged  Code = "settings-damaged"  // sink.ErrSettingsDamaged
 )
 
 const (

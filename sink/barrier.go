@@ -270,11 +270,11 @@ func (f *barrierFn) decodeSettings() (err error) {
 }
 
 // refuseSettings ends a run whose settings marker check failed: when the
-// folder holds other settings, every upload of the run is discarded, as
-// for a taken key; any other failure (reading the marker) fails the bundle
-// for the runner to retry, with nothing committed.
+// folder holds other settings, or a damaged marker, every upload of the
+// run is discarded, as for a taken key; any other failure (reading the
+// marker) fails the bundle for the runner to retry, with nothing committed.
 func (f *barrierFn) refuseSettings(ctx context.Context, all []*barrierFile, err error) error {
-	if !errors.Is(err, ErrSettingsChanged) {
+	if !errors.Is(err, ErrSettingsChanged) && !errors.Is(err, ErrSettingsDamaged) {
 		return fmt.Errorf("s3once sink: barrier: %w", err)
 	}
 	if cleanup := f.discard(ctx, all); cleanup != nil {

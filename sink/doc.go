@@ -33,7 +33,8 @@
 // partition the run writes, and every key: a rerun that would change the
 // folder commits nothing and fails with ErrSettingsChanged,
 // ErrPartitionChanged or committer.ErrKeyTaken, each naming what differs
-// and what to do. Partitions a run does not write are left alone, so new
+// and what to do; a settings marker that lacks a setting its format and
+// compression require (cut, or edited) is ErrSettingsDamaged. Partitions a run does not write are left alone, so new
 // destinations may be appended to a Prefix. The exact scope, unbounded
 // input and FinalizeCommit "always" included: docs/guarantees.md
 // (Partitions). How and why: docs/design.md.

@@ -81,6 +81,39 @@ func (e *SettingsChangedError) Error() string {
 
 func (e *SettingsChangedError) Unwrap() error { return ErrSettingsChanged }
 
+// ErrSettingsDamaged is wrapped by the error of a run, or of Preflight,
+// that finds the output folder's settings marker damaged: it decodes, but
+// lacks a setting every marker of its version holds for its format and
+// compression (cut at a line boundary, reduced to its header line, or
+// edited), so what it records cannot be compared. Its message carries the
+// stable code errcode.SettingsDamaged. docs/operating.md has the table of
+// the settings a marker must hold.
+var ErrSettingsDamaged = settingsmarker.ErrDamaged
+
+// SettingsDamagedError is the error of a run, or of Preflight, that finds
+// the output folder's settings marker damaged. It wraps ErrSettingsDamaged.
+type SettingsDamagedError struct {
+	// Bucket and Key name the marker.
+	Bucket, Key string
+	// Missing are the settings the marker lacks; Empty those it leaves
+	// empty where its format and compression give them a value.
+	Missing, Empty []string
+	// Done says what this run did about it; empty from Preflight.
+	Done string
+}
+
+func (e *SettingsDamagedError) Error() string {
+	d := settingsmarker.DamagedError{Missing: e.Missing, Empty: e.Empty}
+	done := ""
+	if e.Done != "" {
+		done = e.Done + "; "
+	}
+	return fmt.Sprintf("s3once sink: the settings marker s3://%s/%s %s, so this run cannot tell whether the folder's files were written with its settings; %s%s: %v",
+		e.Bucket, e.Key, d.Damage(), done, settingsmarker.Hint, ErrSettingsDamaged)
+}
+
+func (e *SettingsDamagedError) Unwrap() error { return ErrSettingsDamaged }
+
 func shown(v string) string {
 	if v == "" {
 		return `""`
@@ -266,8 +299,10 @@ func moduleOf(pkg string) string {
 var informational = map[string]bool{"compression-library": true, "parquet-library": true}
 
 // changes lists the settings that differ between the folder's marker (was)
-// and this run's (now). A setting only one of them records (a build of
-// s3once that records more, or fewer) cannot be judged, and is no change;
+// and this run's (now). was has passed settingsmarker.Check, so it holds
+// every setting its version requires; a setting only one of them records
+// (one of settingsmarker.Optional, which a marker of an earlier release
+// lacks, or one a later build records) cannot be judged, and is no change;
 // nor is an informational one.
 func changes(was, now fingerprint) []SettingChange {
 	var out []SettingChange
@@ -299,8 +334,11 @@ type folderStore interface {
 var _ folderStore = (*committer.Committer)(nil)
 
 // readSettings reads the folder's marker: nil, nil when there is none (a
-// new folder, or one written by a release that wrote no marker).
-func readSettings(ctx context.Context, c folderStore, bucket, prefix string) (fingerprint, error) {
+// new folder, or one written by a release that wrote no marker). A marker
+// that is there but damaged (header line only, a required setting missing)
+// is a *SettingsDamagedError, never "no marker"; done says what this run
+// did about it.
+func readSettings(ctx context.Context, c folderStore, bucket, prefix, done string) (fingerprint, error) {
 	key := ownkeys.SettingsKey(prefix)
 	b, found, err := c.ReadObject(ctx, bucket, key, maxSettingsBytes)
 	if err != nil {
@@ -309,13 +347,22 @@ func readSettings(ctx context.Context, c folderStore, bucket, prefix string) (fi
 	if !found {
 		return nil, nil
 	}
-	return decodeMarker(bucket, key, b)
+	return decodeMarker(bucket, key, b, done)
 }
 
-func decodeMarker(bucket, key string, b []byte) (fingerprint, error) {
+// decodeMarker decodes a folder's marker and checks that it holds every
+// setting its version requires (settingsmarker.Check).
+func decodeMarker(bucket, key string, b []byte, done string) (fingerprint, error) {
 	fp, err := decodeFingerprint(b)
 	if err != nil {
 		return nil, fmt.Errorf("the settings marker s3://%s/%s: %w; use a fresh Prefix, or the s3once build that wrote the folder", bucket, key, err)
+	}
+	if err := settingsmarker.Check(fp); err != nil {
+		e := &SettingsDamagedError{Bucket: bucket, Key: key, Done: done}
+		if d := (*settingsmarker.DamagedError)(nil); errors.As(err, &d) {
+			e.Missing, e.Empty = d.Missing, d.Empty
+		}
+		return nil, e
 	}
 	return fp, nil
 }
@@ -345,7 +392,7 @@ const legacyVersion = "1"
 // settings, or a folder of another output version, is a
 // SettingsChangedError; done says what this run did about it.
 func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) (folderState, error) {
-	was, err := readSettings(ctx, c, bucket, prefix)
+	was, err := readSettings(ctx, c, bucket, prefix, done)
 	if err != nil {
 		return 0, err
 	}
@@ -401,7 +448,7 @@ func stampFolder(ctx context.Context, c folderStore, bucket, prefix string, now 
 	if written {
 		return nil
 	}
-	was, err := decodeMarker(bucket, key, have)
+	was, err := decodeMarker(bucket, key, have, done)
 	if err != nil {
 		return err
 	}

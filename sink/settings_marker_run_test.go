@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,8 +170,21 @@ func TestSettingsGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mine := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "4"}}
-	other := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "8"}}
+	// Markers hold every setting their version requires: the golden one's,
+	// with some values set.
+	with := func(values ...string) fingerprint {
+		fp := slices.Clone(goldenFingerprints()["settings_v1.txt"])
+		for i := 0; i+1 < len(values); i += 2 {
+			j := slices.IndexFunc(fp, func(s setting) bool { return s.Name == values[i] })
+			if j < 0 {
+				t.Fatalf("no setting %q", values[i])
+			}
+			fp[j].Value = values[i+1]
+		}
+		return fp
+	}
+	mine := with("output-version", "2", "shards", "4")
+	other := with("output-version", "2", "shards", "8")
 
 	// A new folder: the check writes the marker, before any commit.
 	var g settingsGuard
@@ -201,8 +215,8 @@ func TestSettingsGuard(t *testing.T) {
 		t.Fatalf("a write of other settings: %v", err)
 	}
 	// Module versions are recorded for information, never compared.
-	lib := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "compression-library", Value: "github.com/klauspost/compress v1.19.2"}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "4"}}
-	unknown := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "compression-library", Value: unknownLibrary}, {Name: "output-version", Value: "2"}, {Name: "shards", Value: "4"}}
+	lib := with("compression-library", "github.com/klauspost/compress v1.19.2", "output-version", "2", "shards", "4")
+	unknown := with("compression-library", unknownLibrary, "output-version", "2", "shards", "4")
 	if err := stampFolder(ctx, cm, bucket, "lib", unknown, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +240,7 @@ func TestSettingsGuard(t *testing.T) {
 	if err := g6.check(ctx, cm, bucket, "old", mine, ""); !errors.Is(err, ErrSettingsChanged) || !strings.Contains(err.Error(), "set OutputVersion: 1") {
 		t.Fatalf("a folder of an earlier release: %v", err)
 	}
-	v1 := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "output-version", Value: "1"}, {Name: "shards", Value: "4"}}
+	v1 := with("output-version", "1", "shards", "4")
 	var g7 settingsGuard
 	if err := g7.check(ctx, cm, bucket, "old", v1, ""); err != nil {
 		t.Fatalf("a run of output version 1 into a folder of an earlier release: %v", err)

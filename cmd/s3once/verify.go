@@ -211,8 +211,8 @@ type verifyReport struct {
 type settingsReport struct {
 	Key   string `json:"key"`
 	Found bool   `json:"found"`
-	// OutputVersion is as the marker records it ("1" for a marker of a
-	// release that recorded none); empty where there is no marker.
+	// OutputVersion is as the marker records it (every marker does);
+	// empty where there is no marker, or one that is damaged.
 	OutputVersion string `json:"output_version,omitempty"`
 	// Extension is the files' extension, from the marker's file names.
 	Extension string `json:"extension,omitempty"`

@@ -219,10 +219,19 @@ func (v *verifier) readSettings(ctx context.Context) {
 		bad("the settings marker does not decode (%v): written by a later s3once (use a newer s3once to verify) or damaged (compare it with the settings the pipeline runs with)", err)
 		return
 	}
-	sr.OutputVersion = "1" // markers written before the setting existed
-	if ov, ok := fp.Get("output-version"); ok {
-		sr.OutputVersion = ov
+	// A marker that decodes but lacks a setting every marker of its
+	// version holds (cut at a line boundary, its header line only) records
+	// nothing this check can trust: damaged, never "no marker".
+	if err := settingsmarker.Check(fp); err != nil {
+		d := &settingsmarker.DamagedError{}
+		if !errors.As(err, &d) {
+			bad("the settings marker s3://%s/%s: %v", v.o.bucket, sr.Key, err)
+			return
+		}
+		bad("the settings marker s3://%s/%s %s; %s: %v", v.o.bucket, sr.Key, d.Damage(), settingsmarker.Hint, settingsmarker.ErrDamaged)
+		return
 	}
+	sr.OutputVersion, _ = fp.Get("output-version") // every marker records it
 	if sr.OutputVersion != "1" && sr.OutputVersion != "2" {
 		bad("the settings marker records output version %q, which this s3once does not know (it knows 1 and 2): use a newer s3once to verify", sr.OutputVersion)
 		return

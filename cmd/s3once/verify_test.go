@@ -25,6 +25,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
@@ -81,18 +82,31 @@ func (f *outFolder) manifest(dest, window string, entries ...manifest.Entry) {
 }
 
 // settings puts a settings marker of the output version, extension and
-// Shards, the other settings as the sink records them.
-// settings puts a settings marker; shards is a count, or "auto:N" for
-// automatic sharding.
+// Shards (a count, or "auto:N" for automatic sharding), the other settings
+// as the sink records them for JSON lines and gzip.
 func (f *outFolder) settings(version, ext string, shards any) {
 	f.t.Helper()
-	f.put(ownkeys.SettingsKey(f.prefix), settingsmarker.Encode(settingsmarker.Settings{
+	f.put(ownkeys.SettingsKey(f.prefix), settingsmarker.Encode(markerSettings(version, ext, shards)))
+}
+
+// markerSettings is what settings puts.
+func markerSettings(version, ext string, shards any) settingsmarker.Settings {
+	return settingsmarker.Settings{
+		{Name: "checkpoint-sync-bytes", Value: "1048576"},
 		{Name: "compression", Value: "gzip"},
+		{Name: "compression-library", Value: "github.com/klauspost/compress v1.19.2"},
 		{Name: "file-names", Value: "<destination>/<window>-pane-<n>-shard-<SSSSS>-of-<NNNNN>[-batch-<BB>-of-<MM>]-file-<FFFFF>" + ext},
 		{Name: "format", Value: "jsonl"},
+		{Name: "max-batch-bytes", Value: "67108864"},
+		{Name: "max-file-bytes", Value: "67108864"},
+		{Name: "max-file-records", Value: "0"},
 		{Name: "output-version", Value: version},
+		{Name: "parquet-compression", Value: ""},
+		{Name: "parquet-library", Value: ""},
+		{Name: "parquet-row-group-bytes", Value: ""},
+		{Name: "parquet-row-group-records", Value: ""},
 		{Name: "shards", Value: fmt.Sprint(shards)},
-	}))
+	}
 }
 
 // written puts a file as the sink writes one of format jsonl: records
@@ -583,6 +597,37 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 			t.Fatal(err)
 		}
 		wantProblems(t, verify(t, f, exitProblems), kindSettingsMissing+" "+key)
+	})
+
+	// A marker cut at a line boundary, or to its header line, is damaged:
+	// a problem naming the settings it lacks, never a folder without a
+	// marker (which would be of output version 1).
+	t.Run("DamagedSettingsMarker", func(t *testing.T) {
+		f := folder(t)
+		f.consistent()
+		key := ownkeys.SettingsKey(f.prefix)
+		whole := settingsmarker.Encode(markerSettings("2", ext, 2))
+		lines := bytes.SplitAfter(whole, []byte{'\n'})
+		for n, says := range map[int]string{
+			1:              "holds no setting but its header line",
+			5:              "lacks settings format, max-batch-bytes, max-file-bytes, max-file-records, output-version, parquet-compression, parquet-library, parquet-row-group-bytes, parquet-row-group-records, shards (damaged",
+			len(lines) - 2: "lacks settings shards (damaged",
+		} {
+			f.put(key, bytes.Join(lines[:n], nil))
+			rep := verify(t, f, exitProblems)
+			wantProblems(t, rep, kindSettings+" "+key)
+			msg := rep.Problems[0].Message
+			for _, w := range []string{"s3://" + f.bucket + "/" + key, says, "restore it from the settings", "fresh Prefix", errcode.SettingsDamaged.Token()} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%d lines: the problem does not say %q: %s", n, w, msg)
+				}
+			}
+			if !rep.Settings.Found || rep.Settings.Error == "" || rep.Settings.OutputVersion != "" {
+				t.Errorf("%d lines: the report's settings: %+v", n, rep.Settings)
+			}
+		}
+		f.put(key, whole)
+		wantProblems(t, verify(t, f, exitOK))
 	})
 
 	t.Run("MarkerOfOtherSettings", func(t *testing.T) {

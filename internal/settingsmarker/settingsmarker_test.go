@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/s3once/s3once/errcode"
 )
 
 // goldens are the markers under testdata (the same bytes as the sink's
@@ -146,6 +148,13 @@ func FuzzDecodeSettingsMarker(f *testing.F) {
 	f.Add([]byte("s3once-settings 2\n"))
 	f.Add([]byte("s3once-settings 1\na=\nb=%FF\n"))
 	f.Add([]byte("s3once-settings 1\nb=\na=\n"))
+	// Real markers cut at a line boundary, the header line only among them.
+	for _, m := range pairMarkers(f) {
+		lines := bytes.SplitAfter(m.b, []byte{'\n'})
+		for _, n := range []int{1, 2, 5, len(lines) - 2} {
+			f.Add(bytes.Join(lines[:n], nil))
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fp, err := Decode(b)
 		if err != nil {
@@ -157,5 +166,177 @@ func FuzzDecodeSettingsMarker(f *testing.F) {
 		if enc := Encode(fp); !bytes.Equal(enc, b) {
 			t.Fatalf("%q decodes to %q, which encodes to %q", b, fp, enc)
 		}
+		err = Check(fp)
+		var d *DamagedError
+		if err != nil && (!errors.Is(err, ErrDamaged) || !errors.As(err, &d) || len(d.Missing)+len(d.Empty) == 0) {
+			t.Fatalf("Check(%q) = %v", fp, err)
+		}
+		for _, name := range required {
+			if _, ok := fp.Get(name); !ok && err == nil {
+				t.Fatalf("Check takes %q, which lacks %s", fp, name)
+			}
+		}
 	})
+}
+
+// pairMarker is a marker the sink writes for a (format, compression) pair
+// (testdata/pairs, kept equal to the sink's by its TestSettingsMarkerPerPair).
+type pairMarker struct {
+	name string
+	b    []byte
+}
+
+func pairMarkers(t testing.TB) []pairMarker {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join("testdata", "pairs", "*.txt"))
+	if err != nil || len(names) < 6 {
+		t.Fatalf("testdata/pairs: %v, %v", names, err)
+	}
+	var out []pairMarker
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pairMarker{filepath.Base(n), b})
+	}
+	// The golden marker of the first release that wrote markers: no
+	// setting of Optional.
+	b, err := os.ReadFile(filepath.Join("testdata", "settings_v1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, pairMarker{"settings_v1.txt", b})
+}
+
+// TestCheckCutMarkers: a real marker of every (format, compression) pair,
+// cut at every line boundary (down to its header line), is damaged, typed,
+// naming exactly the required settings it lost; the whole marker, and one
+// of an earlier release (without the settings of Optional), is taken.
+func TestCheckCutMarkers(t *testing.T) {
+	for _, m := range pairMarkers(t) {
+		fp, err := Decode(m.b)
+		if err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if err := Check(fp); err != nil {
+			t.Fatalf("%s: the whole marker: %v", m.name, err)
+		}
+		var old Settings
+		for _, s := range fp {
+			if !slices.Contains(Optional(), s.Name) {
+				old = append(old, s)
+			}
+		}
+		if err := Check(old); err != nil {
+			t.Errorf("%s: the marker without the settings added later: %v", m.name, err)
+		}
+		lines := bytes.SplitAfter(m.b, []byte{'\n'})
+		lines = lines[:len(lines)-1] // the empty string after the last newline
+		for n := 1; n < len(lines); n++ {
+			cut := bytes.Join(lines[:n], nil)
+			part, err := Decode(cut)
+			if err != nil {
+				t.Fatalf("%s cut to %d lines does not decode: %v", m.name, n, err)
+			}
+			var want []string
+			for _, name := range required {
+				if _, ok := part.Get(name); !ok {
+					want = append(want, name)
+				}
+			}
+			err = Check(part)
+			var d *DamagedError
+			if !errors.Is(err, ErrDamaged) || !errors.As(err, &d) || !slices.Equal(d.Missing, want) || len(want) == 0 {
+				t.Errorf("%s cut to %d lines: %v; want the settings %q missing", m.name, n, err, want)
+				continue
+			}
+			if !errcode.Has(errors.New(err.Error()), errcode.SettingsDamaged) {
+				t.Errorf("%s cut to %d lines: %q lacks its code", m.name, n, err)
+			}
+			if n == 1 && !strings.Contains(err.Error(), "holds no setting but its header line") {
+				t.Errorf("the header line of %s: %v", m.name, err)
+			}
+			if n > 1 && !strings.Contains(err.Error(), "lacks settings "+strings.Join(want, ", ")+" (damaged: truncated or edited outside s3once)") {
+				t.Errorf("%s cut to %d lines: %v", m.name, n, err)
+			}
+		}
+		// A line taken out: damaged where the setting is required, taken
+		// where it is optional.
+		for i, s := range fp {
+			rest := slices.Delete(slices.Clone(fp), i, i+1)
+			err := Check(rest)
+			if slices.Contains(Optional(), s.Name) {
+				if err != nil {
+					t.Errorf("%s without %s: %v", m.name, s.Name, err)
+				}
+				continue
+			}
+			var d *DamagedError
+			if !errors.As(err, &d) || !slices.Equal(d.Missing, []string{s.Name}) {
+				t.Errorf("%s without %s: %v", m.name, s.Name, err)
+			}
+		}
+	}
+}
+
+// TestRequiredTable: which settings hold a value depends on the format and
+// the compression as docs/operating.md tables it; every pair holds every
+// required setting; a value left empty where the table asks for one is
+// damage.
+func TestRequiredTable(t *testing.T) {
+	always := []string{"compression", "file-names", "format", "max-batch-bytes", "max-file-bytes", "max-file-records", "output-version", "shards"}
+	codec := []string{"checkpoint-sync-bytes", "compression-library"}
+	pq := []string{"parquet-compression", "parquet-library", "parquet-row-group-bytes", "parquet-row-group-records"}
+	for _, tc := range []struct {
+		format, compression string
+		valued              []string
+	}{
+		{"text", "none", always},
+		{"jsonl", "none", always},
+		{"csv", "none", always},
+		{"text", "gzip", append(slices.Clone(always), codec...)},
+		{"jsonl", "zstd", append(slices.Clone(always), codec...)},
+		{"csv", "my-codec", append(slices.Clone(always), codec...)},
+		{"parquet", "none", append(slices.Clone(always), pq...)},
+		{"my-format", "none", always},
+	} {
+		rows := Required(tc.format, tc.compression)
+		var names, valued []string
+		for _, r := range rows {
+			names = append(names, r.Name)
+			if r.Value {
+				valued = append(valued, r.Name)
+			}
+		}
+		if !slices.Equal(names, required) {
+			t.Errorf("%s/%s: rows %q", tc.format, tc.compression, names)
+		}
+		slices.Sort(valued)
+		want := slices.Sorted(slices.Values(tc.valued))
+		if !slices.Equal(valued, want) {
+			t.Errorf("%s/%s: valued %q, want %q", tc.format, tc.compression, valued, want)
+		}
+	}
+	for _, m := range pairMarkers(t) {
+		fp, _ := Decode(m.b)
+		format, _ := fp.Get("format")
+		compression, _ := fp.Get("compression")
+		for _, r := range Required(format, compression) {
+			if !r.Value {
+				continue
+			}
+			blank := slices.Clone(fp)
+			i := slices.IndexFunc(blank, func(s Setting) bool { return s.Name == r.Name })
+			blank[i].Value = ""
+			var d *DamagedError
+			if err := Check(blank); !errors.As(err, &d) || !slices.Equal(d.Empty, []string{r.Name}) || len(d.Missing) != 0 ||
+				!strings.Contains(err.Error(), "leaves settings "+r.Name+" empty") {
+				t.Errorf("%s with %s empty: %v", m.name, r.Name, err)
+			}
+		}
+	}
+	if got := Optional(); !slices.Equal(got, []string{"compression-canary", "parquet-canary", "shard-target-bytes"}) {
+		t.Errorf("Optional() = %q", got)
+	}
 }
