@@ -308,6 +308,9 @@ func (e *DamagedError) Unwrap() error { return ErrDamaged }
 // format and compression: nil, or a *DamagedError. A marker that decoded to
 // no settings at all (its header line only) is damaged, never "no marker".
 func Check(fp Settings) error {
+	if mutMarkerSubset() {
+		return nil
+	}
 	format, _ := fp.Get("format")
 	compression, _ := fp.Get("compression")
 	var e DamagedError
