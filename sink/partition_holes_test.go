@@ -293,3 +293,31 @@ func everything(t *testing.T, c *s3.Client, bucket, prefix string) map[string][]
 	}
 	return out
 }
+
+// TestDeletedMarkerBesideManifests: a folder of output version 2 whose
+// settings marker was deleted still holds its manifests, which are
+// written only after the marker: it is damaged, never a folder of an
+// earlier release, so a run of output version 1 (or any other) is
+// refused before any commit.
+func TestDeletedMarkerBesideManifests(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	in := words(300, 61)
+	if _, err := partitionRun(t, bucket, "out", in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(ownkeys.SettingsKey("out"))}); err != nil {
+		t.Fatal(err)
+	}
+	before := everything(t, c, bucket, "out")
+	for _, v := range []int{1, 2} {
+		_, err := partitionRun(t, bucket, "out", in, func(cfg *Config) { cfg.OutputVersion = v })
+		if err == nil || !errcode.Has(errors.New(err.Error()), errcode.SettingsDamaged) || !strings.Contains(err.Error(), "is missing, though the partition manifest") {
+			t.Errorf("output version %d over a folder whose marker was deleted: %v; want %s naming a manifest", v, err, errcode.SettingsDamaged.Token())
+		}
+		if after := everything(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
+			t.Errorf("output version %d: the refused run changed the folder: %v", v, keysOf(after))
+		}
+	}
+	checkClean(t, c, bucket)
+}

@@ -98,18 +98,26 @@ type SettingsDamagedError struct {
 	// Missing are the settings the marker lacks; Empty those it leaves
 	// empty where its format and compression give them a value.
 	Missing, Empty []string
+	// Manifest, when set, is a partition manifest of a folder that has no
+	// marker at all: manifests are written only after the marker, so it
+	// was deleted.
+	Manifest string
 	// Done says what this run did about it; empty from Preflight.
 	Done string
 }
 
 func (e *SettingsDamagedError) Error() string {
 	d := settingsmarker.DamagedError{Missing: e.Missing, Empty: e.Empty}
+	damage := d.Damage()
+	if e.Manifest != "" {
+		damage = fmt.Sprintf("is missing, though the partition manifest s3://%s/%s, written only after it, exists (deleted outside s3once)", e.Bucket, e.Manifest)
+	}
 	done := ""
 	if e.Done != "" {
 		done = e.Done + "; "
 	}
 	return fmt.Sprintf("s3once sink: the settings marker s3://%s/%s %s, so this run cannot tell whether the folder's files were written with its settings; %s%s: %v",
-		e.Bucket, e.Key, d.Damage(), done, settingsmarker.Hint, ErrSettingsDamaged)
+		e.Bucket, e.Key, damage, done, settingsmarker.Hint, ErrSettingsDamaged)
 }
 
 func (e *SettingsDamagedError) Unwrap() error { return ErrSettingsDamaged }
@@ -402,9 +410,17 @@ func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now 
 		}
 		return folderMarked, nil
 	}
-	example, err := anyFile(ctx, c, bucket, prefix)
-	if err != nil || example == "" {
-		return folderNew, err
+	example, closed, err := anyFile(ctx, c, bucket, prefix)
+	if err != nil {
+		return 0, err
+	}
+	if closed != "" {
+		// Manifests are written only after the marker, in every release
+		// that writes them: the marker was deleted.
+		return 0, &SettingsDamagedError{Bucket: bucket, Key: ownkeys.SettingsKey(prefix), Manifest: closed, Done: done}
+	}
+	if example == "" {
+		return folderNew, nil
 	}
 	if v, _ := now.Get("output-version"); v != legacyVersion {
 		return 0, &SettingsChangedError{
@@ -418,22 +434,29 @@ func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now 
 // errFound stops a listing at its first match.
 var errFound = errors.New("found")
 
-// anyFile returns the key of an s3once file in the folder, or "".
-func anyFile(ctx context.Context, c folderStore, bucket, prefix string) (string, error) {
-	var key string
-	err := c.List(ctx, bucket, ownkeys.Folder(prefix), func(page []committer.Object) error {
+// anyFile returns the key of an s3once file in the folder and the key of
+// a partition manifest in it, each "" where there is none. It lists until
+// it has found both, so a folder without a manifest is listed whole: it
+// runs only where the folder has no settings marker.
+func anyFile(ctx context.Context, c folderStore, bucket, prefix string) (file, manifest string, err error) {
+	err = c.List(ctx, bucket, ownkeys.Folder(prefix), func(page []committer.Object) error {
 		for _, o := range page {
-			if ownkeys.IsFileName(prefix, o.Key) {
-				key = o.Key
+			switch {
+			case file == "" && ownkeys.IsFileName(prefix, o.Key):
+				file = o.Key
+			case manifest == "" && ownkeys.IsManifest(prefix, o.Key):
+				manifest = o.Key
+			}
+			if file != "" && manifest != "" {
 				return errFound
 			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errFound) {
-		return "", fmt.Errorf("list s3://%s/%s for files of an earlier release: %w", bucket, ownkeys.Folder(prefix), err)
+		return "", "", fmt.Errorf("list s3://%s/%s for files of an earlier release: %w", bucket, ownkeys.Folder(prefix), err)
 	}
-	return key, nil
+	return file, manifest, nil
 }
 
 // stampFolder writes this run's marker in a new folder (If-None-Match). A

@@ -814,6 +814,48 @@ func (v *verifier) checkByListing(k partKey, p *partition, pr *partitionReport) 
 		v.problem(problem{Kind: kindShardsMixed, Destination: k.dest, Window: k.window, Key: examples[0],
 			Message: fmt.Sprintf("pane %d, shard %d is named split in %d ways (%s): files of two runs; %s", ps.pane, ps.shard, len(ways), strings.Join(examples, ", "), remedyMixed)})
 	}
+	v.checkNumbering(k, p)
+}
+
+// checkNumbering finds the files missing between others: the writer
+// numbers the files of one batch (a pane, shard and sub-batch) from 0 up,
+// with no gap, so a number absent below the highest one found is a file
+// deleted outside s3once. (A batch's last file deleted leaves no gap:
+// without a manifest nothing tells it was there.)
+func (v *verifier) checkNumbering(k partKey, p *partition) {
+	type batchOf struct {
+		pane                     int64
+		shard, shards, sub, subs int
+		ext                      string
+	}
+	numbers := map[batchOf][]int{}
+	sample := map[batchOf]string{}
+	for _, f := range p.files {
+		b := batchOf{f.pane, f.shard, f.shards, f.subBatch, f.subBatches, f.ext}
+		numbers[b] = append(numbers[b], f.file)
+		sample[b] = f.key
+	}
+	// numbered names the file n of the batch whose file key is like.
+	numbered := func(like string, n int) string {
+		i := strings.LastIndex(like, "-file-") + len("-file-")
+		j := i
+		for j < len(like) && like[j] >= '0' && like[j] <= '9' {
+			j++
+		}
+		return like[:i] + fmt.Sprintf("%05d", n) + like[j:]
+	}
+	for b, ns := range numbers {
+		slices.Sort(ns)
+		next := 0
+		for _, n := range ns {
+			for ; next < n; next++ {
+				key := numbered(sample[b], next)
+				v.problem(problem{Kind: kindMissing, Destination: k.dest, Window: k.window, Key: key,
+					Message: fmt.Sprintf("not there, though the same batch holds file %05d: the writer numbers a batch's files from 0 without a gap, so it was deleted outside s3once; the partition is incomplete; rerun it into a fresh prefix", ns[len(ns)-1])})
+			}
+			next = n + 1
+		}
+	}
 }
 
 // ---- completion markers --------------------------------------------------

@@ -460,8 +460,12 @@ func (s *sequence) compare(when string) {
 	verdict := folderoracle.Judge(snap, s.m.expectation())
 	code, out := s.verify.run(s.env, false)
 	right := verdict.Right()
+	// verify proves, by default, every file's bytes against its manifest
+	// but not the manifest's record counts (it reports them unchecked),
+	// and no reader can see a batch's last files gone from a partition
+	// without a manifest.
 	switch {
-	case code == 0 && !right:
+	case code == 0 && !verdict.RightBut(true):
 		s.fail("verify-ok-on-wrong", "%s: verify exited 0; the oracle says %s", when, verdict)
 	case code != 0 && code != 1 && code != 3:
 		s.fail("verify-exit", "%s: verify exited %d: %s", when, code, clipText(out))
@@ -471,7 +475,11 @@ func (s *sequence) compare(when string) {
 	}
 	if s.verify.hasRead {
 		rc, rout := s.verify.run(s.env, true)
-		if (rc == 0) != right {
+		switch {
+		case rc == 0 && !right && verdict.RightBut(false):
+			s.notes["unseen without a manifest"]++
+			s.t.Logf("seed %d %s: verify --read exited 0 where only the oracle's model shows a partition without a manifest lacking its last files: %s", s.seed, when, verdict)
+		case (rc == 0) != right:
 			s.fail("verify-read-disagrees", "%s: verify --read exited %d; the oracle says %s: %s", when, rc, verdict, clipText(rout))
 		}
 	}
