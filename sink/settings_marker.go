@@ -98,6 +98,8 @@ type SettingsDamagedError struct {
 	// Missing are the settings the marker lacks; Empty those it leaves
 	// empty where its format and compression give them a value.
 	Missing, Empty []string
+	// Invalid are the settings whose value no release writes.
+	Invalid []string
 	// Manifest, when set, is a partition manifest of a folder that has no
 	// marker at all: manifests are written only after the marker, so it
 	// was deleted.
@@ -107,7 +109,7 @@ type SettingsDamagedError struct {
 }
 
 func (e *SettingsDamagedError) Error() string {
-	d := settingsmarker.DamagedError{Missing: e.Missing, Empty: e.Empty}
+	d := settingsmarker.DamagedError{Missing: e.Missing, Empty: e.Empty, Invalid: e.Invalid}
 	damage := d.Damage()
 	if e.Manifest != "" {
 		damage = fmt.Sprintf("is missing, though the partition manifest s3://%s/%s, written only after it, exists (deleted outside s3once)", e.Bucket, e.Manifest)
@@ -368,7 +370,7 @@ func decodeMarker(bucket, key string, b []byte, done string) (fingerprint, error
 	if err := settingsmarker.Check(fp); err != nil {
 		e := &SettingsDamagedError{Bucket: bucket, Key: key, Done: done}
 		if d := (*settingsmarker.DamagedError)(nil); errors.As(err, &d) {
-			e.Missing, e.Empty = d.Missing, d.Empty
+			e.Missing, e.Empty, e.Invalid = d.Missing, d.Empty, d.Invalid
 		}
 		return nil, e
 	}

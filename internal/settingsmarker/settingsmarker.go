@@ -277,6 +277,10 @@ type DamagedError struct {
 	// Empty are the settings that hold "" where the marker's format and
 	// compression call for a value.
 	Empty []string
+	// Invalid are the settings whose value no release writes (a count
+	// that is not a positive number, a Shards that is neither a count
+	// nor "auto:" and one).
+	Invalid []string
 }
 
 func (e *DamagedError) Error() string { return e.Damage() + ": " + ErrDamaged.Error() }
@@ -297,6 +301,12 @@ func (e *DamagedError) Damage() string {
 			b.WriteString(", and ")
 		}
 		fmt.Fprintf(&b, "leaves settings %s empty, which its format and compression give a value", strings.Join(e.Empty, ", "))
+	}
+	if len(e.Invalid) > 0 {
+		if b.Len() > 0 {
+			b.WriteString(", and ")
+		}
+		fmt.Fprintf(&b, "holds values no s3once writes for %s", strings.Join(e.Invalid, ", "))
 	}
 	b.WriteString(" (damaged: truncated or edited outside s3once)")
 	return b.String()
@@ -321,10 +331,32 @@ func Check(fp Settings) error {
 			e.Missing = append(e.Missing, r.Name)
 		case r.Value && v == "":
 			e.Empty = append(e.Empty, r.Name)
+		case v != "" && !wellFormed(r.Name, v):
+			e.Invalid = append(e.Invalid, r.Name)
 		}
 	}
-	if len(e.Missing) > 0 || len(e.Empty) > 0 {
+	if len(e.Missing) > 0 || len(e.Empty) > 0 || len(e.Invalid) > 0 {
 		return &e
 	}
 	return nil
+}
+
+// counts are the settings whose value, where set, is a count a release
+// writes in decimal: a positive number (shards also as "auto:" and one).
+var counts = map[string]bool{
+	"checkpoint-sync-bytes": true, "max-batch-bytes": true, "max-file-bytes": true,
+	"max-file-records": true, "output-version": true, "shards": true,
+}
+
+// wellFormed reports whether v is a value a release writes for the
+// setting name; settings other than the counts take any value.
+func wellFormed(name, v string) bool {
+	if !counts[name] {
+		return true
+	}
+	if name == "shards" {
+		v = strings.TrimPrefix(v, "auto:")
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && strconv.FormatInt(n, 10) == v && (n > 0 || name != "shards" && name != "output-version" && n == 0)
 }

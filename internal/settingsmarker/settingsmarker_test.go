@@ -340,3 +340,43 @@ func TestRequiredTable(t *testing.T) {
 		t.Errorf("Optional() = %q", got)
 	}
 }
+
+// TestCheckEditedValues: a marker whose counts were edited into values no
+// release writes is damaged, naming them; a count edited into another
+// count is a change of settings, for the comparison to find.
+func TestCheckEditedValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "pairs", "text-gzip.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(fp); err != nil {
+		t.Fatalf("the intact marker: %v", err)
+	}
+	for name, value := range map[string]string{"shards": "3x", "max-file-records": "-1", "output-version": "0", "max-batch-bytes": "010"} {
+		edited := slices.Clone(fp)
+		for i := range edited {
+			if edited[i].Name == name {
+				edited[i].Value = value
+			}
+		}
+		var d *DamagedError
+		if err := Check(edited); !errors.As(err, &d) || !slices.Contains(d.Invalid, name) || !errors.Is(err, ErrDamaged) {
+			t.Errorf("%s=%q: %v; want damaged, naming it", name, value, err)
+		}
+	}
+	for name, value := range map[string]string{"shards": "auto:4", "max-file-bytes": "0"} {
+		edited := slices.Clone(fp)
+		for i := range edited {
+			if edited[i].Name == name {
+				edited[i].Value = value
+			}
+		}
+		if err := Check(edited); err != nil {
+			t.Errorf("%s=%q, a value a release writes: %v", name, value, err)
+		}
+	}
+}

@@ -432,6 +432,14 @@ func (s *sequence) check(r runSpec, want outcome, before *folderoracle.Snapshot,
 				continue
 			case p.Partition != "" && mine[dest] == nil:
 				continue
+			case p.Partition != "" && want == either && r.cfg.FinalizeCommit == "always":
+				// Without the run-wide barrier the sink judges a
+				// partition by its manifest alone, so damage to a
+				// partition it did not cause (a file copied beside
+				// the ones its manifest lists) is verify's to name
+				// (compare fails the sequence where verify exits 0).
+				s.notes["damage left for verify without a barrier"]++
+				continue
 			}
 			s.fail("wrong-after-success", "after %s succeeded: %s", r.name, p)
 		}
