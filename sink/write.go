@@ -169,7 +169,7 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 	marker := encodeFingerprint(st.fingerprint())
 	var writer any = &writeFilesFn{S: st.forWriter()}
 	if st.FinalizeCommit == FinalizeAlways {
-		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.forWriter()}, Settings: marker}
+		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.forWriter()}, Settings: marker, Ext: st.fileExt()}
 	}
 	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {

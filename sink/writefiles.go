@@ -155,9 +155,14 @@ type finalizingWriteFilesFn struct {
 	writeFilesFn
 	// Settings is the folder's settings marker for this run.
 	Settings []byte `json:"settings,omitempty"`
+	// Ext is the extension of the run's files: no file is written into a
+	// partition that holds an s3once file of another (a folder without a
+	// marker, rerun with another Format or Compression).
+	Ext string `json:"ext,omitempty"`
 
 	fp    fingerprint
 	guard settingsGuard
+	parts partitionGuard
 }
 
 func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
@@ -179,6 +184,12 @@ func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
 func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
 	if f.fp != nil {
 		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.fp, "this run committed nothing; its uploads are left for the sweep"); err != nil {
+			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
+		}
+	}
+	if f.Ext != "" {
+		at := FileResult{Bucket: f.S.Bucket, Destination: b.Destination, Window: b.Window}
+		if err := f.parts.checkExt(ctx, f.committer, f.S.Prefix, at, f.Ext); err != nil {
 			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 		}
 	}
