@@ -211,8 +211,8 @@ func run(o options, out, errOut io.Writer) int {
 		}
 		// The runner hands back the error's text only: its code token says
 		// what happened.
-		if errcode.Has(err, errcode.KeyTaken) {
-			return fail("%s\n\n%s/ holds files of an earlier run with other settings or code; remove it (make clean) or pass -prefix", program.Cause(err), rel)
+		if errcode.Has(err, errcode.KeyTaken) || errcode.Has(err, errcode.PartitionChanged) {
+			return fail("%s\n\n%s/ holds files of an earlier run with other input, settings or code; remove it (make clean) or pass -prefix", program.Cause(err), rel)
 		}
 		return fail("the runner's report:\n%v\n\npipeline failed after %v: %s", program.Report(err), res.Elapsed.Round(time.Millisecond), program.Cause(err))
 	}

@@ -349,6 +349,20 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 	// A correct output-version-1 folder (no manifests): a listing cannot
 	// prove its files' bytes, so it is unverified by default (exit 3); with
 	// --read every file is read and decoded, its records counted: exit 0.
+	// A file missing between others of its batch (the writer numbers a
+	// batch's files from 0 without a gap) is found without a manifest, in
+	// every mode; the batch's last file gone leaves no trace.
+	t.Run("V1NumberMissing", func(t *testing.T) {
+		f := folder(t)
+		f.written(f.name("day=1", "global", 0, 2, 0, ".jsonl"), "a", "b")
+		gone := f.name("day=1", "global", 0, 2, 1, ".jsonl")
+		f.written(f.name("day=1", "global", 0, 2, 2, ".jsonl"), "e")
+		f.written(f.name("day=1", "global", 1, 2, 0, ".jsonl"), "f")
+		for _, mode := range [][]string{nil, {"--read"}} {
+			wantProblems(t, verify(t, f, exitProblems, mode...), kindMissing+" "+gone)
+		}
+	})
+
 	t.Run("V1FallsBack", func(t *testing.T) {
 		f := folder(t)
 		f.written(f.name("day=1", "global", 0, 4, 0, ".jsonl"), "a", "b")
