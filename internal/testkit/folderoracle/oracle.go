@@ -398,6 +398,16 @@ func Judge(s *Snapshot, e Expect) Verdict {
 		bad("", false, "a settings marker where the folder should have none")
 	case e.Settings != nil && !hasMarker:
 		bad("", false, "the settings marker is missing")
+		// Without a manifest beside it, a folder whose marker was deleted
+		// is an earlier release's folder to every reader of it.
+		unseen := true
+		for rel := range s.Objects {
+			if _, _, ok := ParseManifest(rel); ok {
+				unseen = false
+				break
+			}
+		}
+		v.Problems[len(v.Problems)-1].Unseen = unseen
 	case e.Settings != nil && !bytes.Equal(marker.Body, e.Settings):
 		bad("", false, "the settings marker differs from the one the folder's first run wrote (%d bytes, want %d)", len(marker.Body), len(e.Settings))
 	}
