@@ -164,11 +164,30 @@ func firstKey(e *PartitionChangedError) string {
 }
 
 // checkPartition judges one partition the run writes (files, all of it in
-// this partition); mine holds every key of the run. It returns the
+// this partition); mine holds every key of the run. The partition's
+// manifest, where there is one, must list exactly the run's files, and the
+// partition must hold no s3once file the run does not write (a file
+// copied beside a complete partition's files among them). It returns the
 // refusal, or nil.
 func (f *barrierFn) checkPartition(ctx context.Context, pt partitionOf, files []*barrierFile, mine map[string]bool) (*PartitionChangedError, error) {
 	prefix := ownkeys.PartitionFilePrefix(f.S.Prefix, pt.destination, pt.window)
-	e := &PartitionChangedError{Bucket: f.S.Bucket, Prefix: f.S.Prefix, Destination: pt.destination, Window: pt.window, Done: settingsRefusedDone}
+	refusal := func() *PartitionChangedError {
+		return &PartitionChangedError{Bucket: f.S.Bucket, Prefix: f.S.Prefix, Destination: pt.destination, Window: pt.window, Done: settingsRefusedDone}
+	}
+	extra := refusal()
+	err := f.c.List(ctx, f.S.Bucket, prefix, func(page []committer.Object) error {
+		for _, o := range page {
+			if mine[o.Key] || !ownkeys.IsPartitionFile(f.S.Prefix, pt.destination, pt.window, o.Key) ||
+				(mutPartitionOwnExtOnly() && !ownkeys.HasFileExt(o.Key, f.Ext)) {
+				continue
+			}
+			shownAdd(&extra.Keys, &extra.Count, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("barrier: list the partition %s: %w", prefix, err)
+	}
 	mkey := ownkeys.ManifestKey(f.S.Prefix, pt.destination, pt.window)
 	body, found, err := f.c.ReadObject(ctx, f.S.Bucket, mkey, manifest.MaxBytes)
 	if err != nil {
@@ -179,28 +198,23 @@ func (f *barrierFn) checkPartition(ctx context.Context, pt partitionOf, files []
 		if err != nil {
 			return nil, &ManifestDamagedError{Bucket: f.S.Bucket, Key: mkey, Err: err, Done: settingsRefusedDone}
 		}
-		return judgeManifest(e, mkey, list, files), nil
-	}
-	err = f.c.List(ctx, f.S.Bucket, prefix, func(page []committer.Object) error {
-		for _, o := range page {
-			if mine[o.Key] || !ownkeys.IsPartitionFile(f.S.Prefix, pt.destination, pt.window, o.Key) ||
-				(mutPartitionOwnExtOnly() && !ownkeys.HasFileExt(o.Key, f.Ext)) {
-				continue
-			}
-			if len(e.Keys) < shownKeys {
-				e.Keys = append(e.Keys, o.Key)
-			}
-			e.Count++
+		if e := judgeManifest(refusal(), mkey, list, files); e != nil {
+			return e, nil
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("barrier: list the partition %s: %w", prefix, err)
 	}
-	if e.Count > 0 {
-		return e, nil
+	if extra.Count > 0 {
+		return extra, nil
 	}
 	return nil, nil
+}
+
+// shownAdd counts key in *count and keeps it in *keys while they hold
+// fewer than shownKeys.
+func shownAdd(keys *[]string, count *int, key string) {
+	if len(*keys) < shownKeys {
+		*keys = append(*keys, key)
+	}
+	*count++
 }
 
 // judgeManifest compares a complete partition's manifest (at mkey, listing
@@ -217,19 +231,13 @@ func judgeManifest(e *PartitionChangedError, mkey string, list []manifest.Entry,
 		if m, ok := listed[bf.cr.Key]; ok && m.Size == bf.cr.Size() && m.CRC64NVME == bf.cr.CRC() {
 			continue
 		}
-		if len(e.Added) < shownKeys {
-			e.Added = append(e.Added, bf.cr.Key)
-		}
-		e.AddedCount++
+		shownAdd(&e.Added, &e.AddedCount, bf.cr.Key)
 	}
 	for _, m := range list {
 		if written[m.Key] {
 			continue
 		}
-		if len(e.Keys) < shownKeys {
-			e.Keys = append(e.Keys, m.Key)
-		}
-		e.Count++
+		shownAdd(&e.Keys, &e.Count, m.Key)
 	}
 	if e.AddedCount == 0 && e.Count == 0 {
 		return nil
@@ -301,10 +309,7 @@ func (g *partitionGuard) checkExt(ctx context.Context, c folderStore, prefix str
 			if !ownkeys.IsPartitionFile(prefix, r.Destination, r.Window, o.Key) || ownkeys.HasFileExt(o.Key, ext) || mutPartitionOwnExtOnly() {
 				continue
 			}
-			if len(e.Keys) < shownKeys {
-				e.Keys = append(e.Keys, o.Key)
-			}
-			e.Count++
+			shownAdd(&e.Keys, &e.Count, o.Key)
 		}
 		return nil
 	})

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/s3once/s3once/internal/mutant"
 )
@@ -49,15 +48,7 @@ func TestMutantScenarios(t *testing.T) {
 		}
 		bound = n
 	}
-	master := uint64(time.Now().UnixNano())
-	if v := os.Getenv(envSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: want a number", envSeed, v)
-		}
-		master = n
-	}
-	t.Logf("seed %d (%s=%d reruns these sequences)", master, envSeed, master)
+	master := masterSeed(t)
 	v := newVerifier(t)
 	for _, bug := range partitionMutants {
 		t.Run(bug.String(), func(t *testing.T) {

@@ -249,15 +249,7 @@ func TestScenarios(t *testing.T) {
 			}
 			count = n
 		}
-		master := uint64(time.Now().UnixNano())
-		if v := os.Getenv(envSeed); v != "" {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				t.Fatalf("%s=%q: want a number", envSeed, v)
-			}
-			master = n
-		}
-		t.Logf("seed %d (%s=%d reruns these sequences)", master, envSeed, master)
+		master := masterSeed(t)
 		seeds = append(seeds, pinnedSeeds...)
 		pinned = len(pinnedSeeds)
 		mr := rand.New(rand.NewPCG(master, 0x5ce9a))
@@ -304,6 +296,21 @@ func TestScenarios(t *testing.T) {
 		len(seeds), pinned, runs, runTime.mean(), v.calls, time.Since(start).Round(time.Second), failed, kinds, notes)
 	t.Log(summary)
 	fmt.Println(summary)
+}
+
+// masterSeed is the seed the random sequences' seeds are drawn from:
+// envSeed's, or a fresh one; it is logged, for a rerun.
+func masterSeed(t *testing.T) uint64 {
+	master := uint64(time.Now().UnixNano())
+	if v := os.Getenv(envSeed); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want a number", envSeed, v)
+		}
+		master = n
+	}
+	t.Logf("seed %d (%s=%d reruns these sequences)", master, envSeed, master)
+	return master
 }
 
 // runSequence runs one sequence from its seed.
