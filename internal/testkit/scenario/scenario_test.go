@@ -465,9 +465,16 @@ func (s *sequence) check(r runSpec, want outcome, before *folderoracle.Snapshot,
 			s.m.damaged = ""
 		}
 		for _, u := range after.Uploads {
-			if _, ok := after.Objects[u]; ok {
-				s.fail("upload-left", "after %s succeeded, an upload of the committed key %s is open", r.name, u)
+			if _, ok := after.Objects[u]; !ok {
+				continue
 			}
+			if r.cfg.OutputVersion < 2 {
+				// Output version 1 has no manifest stage to remove them:
+				// the sweep does, at any age (docs/operating.md).
+				s.notes["uploads at committed keys left for the sweep (output version 1)"]++
+				continue
+			}
+			s.fail("upload-left", "after %s succeeded, an upload of the committed key %s is open", r.name, u)
 		}
 	}
 	s.compare("after " + r.name)
