@@ -307,7 +307,7 @@ type Config struct {
 	// and Beam Go's harness logs an ERROR line for each bundle it did not
 	// expect one for; Flink and Spark do not run the callbacks. In builds
 	// with the race detector, FinalizeAlways acts as FinalizeNever (see
-	// the package documentation).
+	// the package documentation). FinalizeAlways needs output version 2.
 	FinalizeCommit string
 
 	// PartSize, Concurrency and InlineTailMax tune each file's multipart
@@ -330,7 +330,9 @@ type Config struct {
 	// libraries' canary digests in the settings marker. A run into a folder
 	// of another version is refused before any commit, with the value to
 	// set; a folder that holds s3once files but no settings marker is of
-	// version 1.
+	// version 1. Since only a manifest closes a partition where there is
+	// no run-wide barrier, version 1 is written only through the barrier:
+	// bounded input, and FinalizeCommit other than FinalizeAlways.
 	OutputVersion int
 }
 
@@ -525,6 +527,8 @@ func (c Config) settings() (settings, error) {
 		bad("OutputVersion %d must be 1 or %d (0 means %d, for a new folder)", s.OutputVersion, LatestOutputVersion, LatestOutputVersion)
 	} else if s.TargetFileBytes > 0 && s.OutputVersion < 2 {
 		bad("TargetFileBytes needs output version 2 (OutputVersion %d writes fixed Shards only)", s.OutputVersion)
+	} else if s.FinalizeCommit == FinalizeAlways && s.OutputVersion < 2 {
+		bad("FinalizeCommit %q needs output version 2: output version 1 keeps no partition manifests, so nothing would keep a changed rerun's files out of a partition it commits before the run-wide barrier (use %q, or OutputVersion 2 in a fresh Prefix)", FinalizeAlways, FinalizeAuto)
 	}
 
 	var reqProblems []string

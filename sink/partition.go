@@ -198,6 +198,9 @@ func (f *barrierFn) checkPartition(ctx context.Context, pt partitionOf, files []
 		if err != nil {
 			return nil, &ManifestDamagedError{Bucket: f.S.Bucket, Key: mkey, Err: err, Done: settingsRefusedDone}
 		}
+		if err := countsMatch(list, files); err != nil {
+			return nil, &ManifestDamagedError{Bucket: f.S.Bucket, Key: mkey, Err: err, Done: settingsRefusedDone}
+		}
 		if e := judgeManifest(refusal(), mkey, list, files); e != nil {
 			return e, nil
 		}
@@ -215,6 +218,24 @@ func shownAdd(keys *[]string, count *int, key string) {
 		*keys = append(*keys, key)
 	}
 	*count++
+}
+
+// countsMatch checks the record counts of a manifest against the run's
+// files of the partition: a file listed with the size and CRC64NVME of
+// the run's file holds the run's records, so another count there means
+// the manifest was edited outside s3once.
+func countsMatch(list []manifest.Entry, files []*barrierFile) error {
+	mine := make(map[string]*barrierFile, len(files))
+	for _, bf := range files {
+		mine[bf.cr.Key] = bf
+	}
+	for _, m := range list {
+		bf, ok := mine[m.Key]
+		if ok && m.Size == bf.cr.Size() && m.CRC64NVME == bf.cr.CRC() && m.Records != bf.p.Result.Records {
+			return fmt.Errorf("it lists %s with %d records, whose bytes hold %d", m.Key, m.Records, bf.p.Result.Records)
+		}
+	}
+	return nil
 }
 
 // judgeManifest compares a complete partition's manifest (at mkey, listing
@@ -359,6 +380,10 @@ func (g *partitionGuard) check(ctx context.Context, c folderStore, prefix string
 		g.mu.Unlock()
 	}
 	if e, ok := entries[r.Key]; ok && e.Size == size && e.CRC64NVME == crc {
+		if e.Records != r.Records {
+			return &ManifestDamagedError{Bucket: r.Bucket, Key: key, Done: "this file was not committed; its upload is left for the sweep",
+				Err: fmt.Errorf("it lists %s with %d records, whose bytes hold %d", r.Key, e.Records, r.Records)}
+		}
 		return nil
 	}
 	return &PartitionChangedError{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,86 @@ func TestLegacyFolderOtherCodecRefused(t *testing.T) {
 		t.Errorf("the refused run changed the folder: %v", keysOf(after))
 	}
 	checkClean(t, c, bucket)
+}
+
+// TestManifestCountsEditedRefused: a manifest whose record counts were
+// edited (sizes and checksums left right) is damaged: a run that adds a
+// new partition beside it is refused by the barrier before any commit,
+// naming the manifest and the count, and the new partition is not written.
+func TestManifestCountsEditedRefused(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	tune := func(cfg *Config) { cfg.Shards, cfg.MaxFileRecords = 1, 100 }
+	in := lettered(0, 150)
+	if _, err := partitionRun(t, bucket, "out", in, tune); err != nil {
+		t.Fatal(err)
+	}
+	mkey := ownkeys.ManifestKey("out", "letter=a", "global")
+	before := everything(t, c, bucket, "out")
+	rel := strings.TrimPrefix(mkey, "out/")
+	edited := bytes.Replace(before[rel], []byte(`"records":100}`), []byte(`"records":100000}`), 1)
+	if bytes.Equal(edited, before[rel]) {
+		t.Fatalf("the manifest lists no file of 100 records: %q", before[rel])
+	}
+	put(t, c, bucket, mkey, edited)
+	before[rel] = edited
+	counts, err := partitionRun(t, bucket, "out", append(slices.Clone(in), "b1", "b2"), tune)
+	if err == nil {
+		t.Fatal("a run beside a manifest with edited counts succeeded")
+	}
+	if !errcode.Has(errors.New(err.Error()), errcode.ManifestDamaged) || !strings.Contains(err.Error(), mkey) || !strings.Contains(err.Error(), "100000 records") {
+		t.Errorf("the failure does not name the manifest and its count with %s: %v", errcode.ManifestDamaged.Token(), err)
+	}
+	if n := counts["files_committed"]; n != 0 {
+		t.Errorf("files_committed = %d; want 0", n)
+	}
+	if after := everything(t, c, bucket, "out"); !maps.EqualFunc(before, after, bytes.Equal) {
+		t.Errorf("the refused run changed the folder: %v", keysOf(after))
+	}
+}
+
+// TestVersionOneNeedsTheBarrier: output version 1 keeps no partition
+// manifests, so it is written only through the run-wide barrier. In a
+// folder of an earlier release (no settings marker), a rerun with another
+// MaxFileRecords, whose files are named like the folder's: with
+// FinalizeCommit "always" the configuration is refused, and a streaming
+// pipeline is refused while it is built; with the barrier the run is
+// refused before any commit. The folder is as it was.
+func TestVersionOneNeedsTheBarrier(t *testing.T) {
+	bucket := srv.Bucket(t)
+	c := testClient()
+	in := lettered(0, 120)
+	v1 := func(cfg *Config) { cfg.OutputVersion, cfg.Shards, cfg.MaxFileRecords = 1, 1, 50 }
+	if _, err := partitionRun(t, bucket, "old", in, v1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(ownkeys.SettingsKey("old"))}); err != nil {
+		t.Fatal(err)
+	}
+	before := everything(t, c, bucket, "old")
+
+	cfg := testConfig(bucket, "old")
+	v1(&cfg)
+	cfg.MaxFileRecords, cfg.FinalizeCommit = 40, FinalizeAlways
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "needs output version 2") {
+		t.Errorf("Validate with FinalizeCommit always and OutputVersion 1: %v; want it refused", err)
+	}
+
+	cfg.FinalizeCommit = ""
+	_, s := beam.NewPipelineWithRoot()
+	now := time.Now()
+	ticks := beam.ParDo(s, tickName, periodic.Impulse(s, now, now.Add(time.Minute), time.Second, false))
+	if _, err := TryWrite(s, ticks, cfg); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "unbounded") {
+		t.Errorf("TryWrite of unbounded input with OutputVersion 1: %v; want it refused naming the unbounded input", err)
+	}
+
+	_, err := partitionRun(t, bucket, "old", in, func(cfg *Config) { v1(cfg); cfg.MaxFileRecords = 40 })
+	if err == nil {
+		t.Error("the changed rerun with the barrier succeeded")
+	}
+	if after := everything(t, c, bucket, "old"); !maps.EqualFunc(before, after, bytes.Equal) {
+		t.Errorf("the run refused by the barrier changed the folder: %v", keysOf(after))
+	}
 }
 
 // threeSinks is the bounded program of three sinks: the first two write

@@ -176,6 +176,10 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 		return none, none, err
 	}
 	applies, why := barrierApplies(st, s, col)
+	if !applies && st.OutputVersion < 2 {
+		// Without the barrier, only a partition's manifest closes it.
+		return none, none, fmt.Errorf("%w: output version 1 keeps no partition manifests, and here %s, so nothing would keep a changed rerun's files out of the partitions it commits to; write output version 2 (OutputVersion 0 or 2, in a fresh Prefix), or give Write bounded input", ErrInvalidConfig, why)
+	}
 	logGuarantee(st, applies, why) // barrier.go
 	commit := &commitFn{S: st.forCommit()}
 	if applies {

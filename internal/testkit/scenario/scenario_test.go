@@ -103,6 +103,11 @@ func (m *model) expect(r runSpec) outcome {
 	if m.cfg == nil {
 		return accept
 	}
+	if r.cfg.OutputVersion == 1 && r.cfg.FinalizeCommit == "always" {
+		// Output version 1 is written only through the run-wide barrier:
+		// the configuration is refused (docs/guarantees.md).
+		return refuse
+	}
 	if r.cfg.bytesKey() != m.cfg.bytesKey() {
 		if len(r.input) == 0 {
 			return either
@@ -110,6 +115,13 @@ func (m *model) expect(r runSpec) outcome {
 		return refuse
 	}
 	for d, recs := range byDest(r.input) {
+		if old, ok := m.owners[d]; ok && !sameMultiset(old, recs) && m.cfg.OutputVersion == 1 {
+			// Output version 1 keeps no manifest, so nothing closes a
+			// partition: a rerun whose files include every file the
+			// partition holds, unchanged, is taken, and the partition is
+			// then the rerun's (docs/guarantees.md).
+			return either
+		}
 		if old, ok := m.owners[d]; ok && !sameMultiset(old, recs) {
 			if r.cfg.FinalizeCommit == "always" && !raceEnabled {
 				// Files committed at bundle finalization, before any
