@@ -25,6 +25,14 @@
 // CRC64NVME and record counts. Committed compares two snapshots'
 // committed objects (keys, sizes, ETags): what "a refused run commits
 // nothing" means.
+//
+// For windowed, unbounded input, Stream is the oracle's own model of fixed
+// windows and the allowed lateness: from the input's events (records at
+// event times, watermark advances) it tells each partition's records and
+// the records Beam drops as later than their window's expiry. Expect then
+// names candidates per partition rather than per destination, and, where
+// the folder's runs write completion markers, Judge checks each window's
+// marker against its partitions.
 package folderoracle
 
 import (
@@ -280,6 +288,23 @@ type Expect struct {
 	Settings []byte
 	// NoSettings: the folder must hold no settings marker.
 	NoSettings bool
+	// Partitions, when not nil, lists the candidates per partition
+	// ("<destination>@<window>") instead of per destination: windowed
+	// input, whose windows each hold their own records (Stream).
+	Partitions map[string][]Candidate
+	// Markers is the completion marker each window must get once its
+	// partitions are complete: "success" (empty), "manifest" (listing the
+	// window's files), "none" (no marker at all), or "" (unchecked).
+	Markers string
+}
+
+// candidates lists the runs that may own partition id of destination
+// dest.
+func (e Expect) candidates(id, dest string) []Candidate {
+	if e.Partitions != nil {
+		return e.Partitions[id]
+	}
+	return e.Candidates[dest]
 }
 
 // Problem is one thing Judge found wrong.
@@ -421,6 +446,9 @@ func Judge(s *Snapshot, e Expect) Verdict {
 		p := parts[id]
 		judgePartition(s, e, id, p, &v, bad)
 	}
+	if e.Markers != "" {
+		judgeMarkers(s, e, parts, &v)
+	}
 	return v
 }
 
@@ -454,7 +482,8 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 	slices.Sort(records)
 	owner := ""
 	partial := false
-	for _, c := range e.Candidates[p.dest] {
+	cands := e.candidates(id, p.dest)
+	for _, c := range cands {
 		if c.Ext != ext {
 			continue
 		}
@@ -475,7 +504,7 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 				v.Problems[len(v.Problems)-1].Unseen = true
 			}
 		} else {
-			bad(id, false, "%d records in %d %s files: no run wrote exactly these (%s)", len(records), len(p.files), ext, describeCandidates(e.Candidates[p.dest], records))
+			bad(id, false, "%d records in %d %s files: no run wrote exactly these (%s)", len(records), len(p.files), ext, describeCandidates(cands, records))
 		}
 		return
 	}
