@@ -315,13 +315,17 @@ type Problem struct {
 	// manifest, a partial record set a rerun can complete); otherwise it is
 	// wrong.
 	Incomplete bool
-	// Unseen: the partition, which has no manifest, lacks the last files
-	// of its batches, and nothing in the folder shows it (no gap in the
-	// files' numbers): no reader of the folder alone can tell.
+	// Unseen: no reader of the folder alone can tell: the partition,
+	// which has no manifest, lacks the last files of its batches, and
+	// nothing in the folder shows it (no gap in the files' numbers); or a
+	// window whose partitions are complete lacks the completion marker
+	// its runs write, a setting the folder does not record.
 	Unseen bool
 	// Counts: a manifest's record count differs from its file's, which
 	// only a reader that counts the records can see.
 	Counts bool
+	// Window names the window of a completion marker's problem.
+	Window string
 	Text   string
 }
 

@@ -129,6 +129,10 @@ func TestJudgeWindows(t *testing.T) {
 			if !strings.Contains(v.String(), tc.says) {
 				t.Errorf("the verdict does not say %q: %s", tc.says, v)
 			}
+			// Only a missing marker is a state no reader can see.
+			if unseen := v.RightBut(false); unseen != (tc.name == "marker missing") {
+				t.Errorf("unseen=%v: %s", unseen, v)
+			}
 		})
 	}
 }
