@@ -533,15 +533,7 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 	}
 	for _, rel := range p.files {
 		o := s.Objects[rel]
-		var en Entry
-		found := false
-		for k, x := range listed {
-			if strings.HasSuffix(k, "/"+rel) || k == rel {
-				en, found = x, true
-				delete(listed, k)
-				break
-			}
-		}
+		en, found := takeListed(listed, rel)
 		switch {
 		case !found:
 			bad(id, false, "manifest %s does not list %s", p.manifest, rel)
@@ -557,6 +549,19 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 	for _, k := range slices.Sorted(maps.Keys(listed)) {
 		bad(id, false, "manifest %s lists %s, which is not there", p.manifest, k)
 	}
+}
+
+// takeListed takes from listed (by full key) the entry of the
+// folder-relative key rel.
+func takeListed[T any](listed map[string]T, rel string) (T, bool) {
+	for k, x := range listed {
+		if strings.HasSuffix(k, "/"+rel) || k == rel {
+			delete(listed, k)
+			return x, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // gapped reports whether the files' numbers leave a gap within a batch

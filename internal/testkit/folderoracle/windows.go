@@ -173,15 +173,7 @@ func judgeMarkers(s *Snapshot, e Expect, parts map[string]*partition, v *Verdict
 		}
 		for _, rel := range files {
 			o := s.Objects[rel]
-			var l markerLine
-			found := false
-			for k, x := range listed {
-				if strings.HasSuffix(k, "/"+rel) || k == rel {
-					l, found = x, true
-					delete(listed, k)
-					break
-				}
-			}
+			l, found := takeListed(listed, rel)
 			f, _ := ParseFile(rel)
 			recs, _ := Records(f.Ext, o.Body)
 			switch {

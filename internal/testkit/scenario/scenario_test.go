@@ -244,12 +244,7 @@ func TestScenarios(t *testing.T) {
 		for k, n := range s.notes {
 			notes[k] += n
 		}
-		label := "random"
-		if i < pinned {
-			label = "pinned"
-		}
-		if len(s.failures) == 0 {
-			t.Logf("sequence %d (%s, seed %d, %s, %d runs): ok: %s", i, label, seed, s.env.server, s.runs, strings.Join(s.log, " | "))
+		if !report(t, "TestScenarios", i, i < pinned, seed, s.env.server, s.runs, s.log, s.failures) {
 			continue
 		}
 		failed++
@@ -260,18 +255,37 @@ func TestScenarios(t *testing.T) {
 				seen[f.class] = true
 			}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "sequence %d (%s, seed %d, %s) broke %d properties:\n  steps: %s\n", i, label, seed, s.env.server, len(s.failures), strings.Join(s.log, "\n         "))
-		for _, f := range s.failures {
-			fmt.Fprintf(&b, "  [%s: %s] %s\n", f.kind, f.class, f.text)
-		}
-		fmt.Fprintf(&b, "  reproduce: %s=%d go test -race -count=1 -run '^TestScenarios$' ./internal/testkit/scenario/", envSeeds, seed)
-		t.Error(b.String())
 	}
 	summary := fmt.Sprintf("scenarios: %d sequences (%d pinned), %d pipeline runs (%s each on average), %d verify runs, %s; %d sequences failed %v; verify stricter than the oracle: %v",
 		len(seeds), pinned, runs, runTime.mean(), v.calls, time.Since(start).Round(time.Second), failed, kinds, notes)
 	t.Log(summary)
 	fmt.Println(summary)
+}
+
+// report logs sequence i of test, or, where it broke properties, fails the
+// test with its steps, what it broke and a line that runs it again; it
+// returns whether it failed.
+func report(t *testing.T, test string, i int, pinned bool, seed uint64, server string, runs int, log []string, failures []failure) bool {
+	label := "random"
+	if pinned {
+		label = "pinned"
+	}
+	if len(failures) == 0 {
+		t.Logf("sequence %d (%s, seed %d, %s, %d runs): ok: %s", i, label, seed, server, runs, strings.Join(log, " | "))
+		return false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "sequence %d (%s, seed %d, %s) broke %d properties:\n  steps: %s\n", i, label, seed, server, len(failures), strings.Join(log, "\n         "))
+	for _, f := range failures {
+		if f.class != f.kind {
+			fmt.Fprintf(&b, "  [%s: %s] %s\n", f.kind, f.class, f.text)
+		} else {
+			fmt.Fprintf(&b, "  [%s] %s\n", f.kind, f.text)
+		}
+	}
+	fmt.Fprintf(&b, "  reproduce: %s=%d go test -race -count=1 -run '^%s$' ./internal/testkit/scenario/", envSeeds, seed, test)
+	t.Error(b.String())
+	return true
 }
 
 // sampleSeeds is a test's sequence seeds: those envSeeds lists, or the
@@ -552,33 +566,47 @@ func checkVerify(t *testing.T, v *verifier, e *env, seed uint64, when string, ve
 func (s *sequence) run(r runSpec) error {
 	s.runs++
 	p, sc := beam.NewPipelineWithRoot()
-	cfg := sink.Config{
-		Bucket: s.env.bucket, Prefix: prefix,
-		Endpoint: s.env.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
+	return runWrite(p, sc, beam.CreateList(sc, r.input), s.env.sinkConfig(r.cfg), &runTime)
+}
+
+// sinkConfig is the sink's Config for settings c, writing to e's folder
+// through its proxy.
+func (e *env) sinkConfig(c settings) sink.Config {
+	return sink.Config{
+		Bucket: e.bucket, Prefix: prefix,
+		Endpoint: e.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
 		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
 		Destination:     firstLetter,
-		Format:          r.cfg.Format,
-		Compression:     r.cfg.Compression,
-		Shards:          r.cfg.Shards,
-		MaxFileRecords:  r.cfg.MaxFileRecords,
-		MaxFileBytes:    r.cfg.MaxFileBytes,
-		TargetFileBytes: r.cfg.TargetFileBytes,
-		OutputVersion:   r.cfg.OutputVersion,
-		FinalizeCommit:  r.cfg.FinalizeCommit,
+		Format:          c.Format,
+		Compression:     c.Compression,
+		Shards:          c.Shards,
+		MaxFileRecords:  c.MaxFileRecords,
+		MaxFileBytes:    c.MaxFileBytes,
+		TargetFileBytes: c.TargetFileBytes,
+		OutputVersion:   c.OutputVersion,
+		FinalizeCommit:  c.FinalizeCommit,
 	}
-	if _, err := sink.TryWrite(sc, beam.CreateList(sc, r.input), cfg); err != nil {
+}
+
+// runWrite adds the sink over col to p and runs p on prism, adding its
+// time to d.
+func runWrite(p *beam.Pipeline, sc beam.Scope, col beam.PCollection, cfg sink.Config, d *durations) error {
+	if _, err := sink.TryWrite(sc, col, cfg); err != nil {
 		return fmt.Errorf("building the pipeline: %w", err)
 	}
 	start := time.Now()
 	_, err := beam.Run(context.Background(), "prism", p)
-	runTime.add(time.Since(start))
+	d.add(time.Since(start))
 	return err
 }
 
-func (s *sequence) snapshot() *folderoracle.Snapshot {
-	snap, err := folderoracle.Read(context.Background(), s.env.client, s.env.bucket, prefix)
+func (s *sequence) snapshot() *folderoracle.Snapshot { return s.env.snapshot(s.t, s.seed) }
+
+// snapshot reads e's folder.
+func (e *env) snapshot(t *testing.T, seed uint64) *folderoracle.Snapshot {
+	snap, err := folderoracle.Read(context.Background(), e.client, e.bucket, prefix)
 	if err != nil {
-		s.t.Fatalf("seed %d: read the folder: %v", s.seed, err)
+		t.Fatalf("seed %d: read the folder: %v", seed, err)
 	}
 	return snap
 }

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -18,8 +17,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 
 	"github.com/s3once/s3once/internal/testkit/folderoracle"
-	"github.com/s3once/s3once/internal/testkit/s3test"
-	"github.com/s3once/s3once/sink"
 )
 
 // envWindowCount is how many random window sequences to run (default
@@ -577,22 +574,9 @@ func TestWindowScenarios(t *testing.T) {
 		for k := range s.covered {
 			covered[k]++
 		}
-		label := "random"
-		if i < pinned {
-			label = "pinned"
+		if report(t, "TestWindowScenarios", i, i < pinned, seed, s.env.server, s.runs, s.log, s.failures) {
+			failed++
 		}
-		if len(s.failures) == 0 {
-			t.Logf("window sequence %d (%s, seed %d, %s, %d runs): ok: %s", i, label, seed, s.env.server, s.runs, strings.Join(s.log, " | "))
-			continue
-		}
-		failed++
-		var b strings.Builder
-		fmt.Fprintf(&b, "window sequence %d (%s, seed %d, %s) broke %d properties:\n  steps: %s\n", i, label, seed, s.env.server, len(s.failures), strings.Join(s.log, "\n         "))
-		for _, f := range s.failures {
-			fmt.Fprintf(&b, "  [%s] %s\n", f.kind, f.text)
-		}
-		fmt.Fprintf(&b, "  reproduce: %s=%d go test -race -count=1 -run '^TestWindowScenarios$' ./internal/testkit/scenario/", envSeeds, seed)
-		t.Error(b.String())
 	}
 	summary := fmt.Sprintf("window scenarios: %d sequences (%d pinned), %d pipeline runs (%s each on average), %d verify runs, %s; %d sequences failed; states reached (sequences) %v; notes %v",
 		len(seeds), pinned, runs, windowRunTime.mean(), v.calls, time.Since(start).Round(time.Second), failed, covered, notes)
@@ -757,36 +741,12 @@ func (s *windowSequence) run(r windowRun) error {
 			LateFiring(trigger.Repeat(trigger.AfterCount(1)))))
 	}
 	windowed := beam.WindowInto(sc, window.NewFixedWindows(windowSize), teststream.Create(sc, ts), opts...)
-	cfg := sink.Config{
-		Bucket: s.env.bucket, Prefix: prefix,
-		Endpoint: s.env.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
-		Destination:      firstLetter,
-		Format:           r.cfg.Format,
-		Compression:      r.cfg.Compression,
-		Shards:           r.cfg.Shards,
-		MaxFileRecords:   r.cfg.MaxFileRecords,
-		MaxFileBytes:     r.cfg.MaxFileBytes,
-		OutputVersion:    r.cfg.OutputVersion,
-		FinalizeCommit:   r.cfg.FinalizeCommit,
-		CompletionMarker: s.m.markers,
-	}
-	if _, err := sink.TryWrite(sc, windowed, cfg); err != nil {
-		return fmt.Errorf("building the pipeline: %w", err)
-	}
-	start := time.Now()
-	_, err := beam.Run(context.Background(), "prism", p)
-	windowRunTime.add(time.Since(start))
-	return err
+	cfg := s.env.sinkConfig(r.cfg)
+	cfg.CompletionMarker = s.m.markers
+	return runWrite(p, sc, windowed, cfg, &windowRunTime)
 }
 
-func (s *windowSequence) snapshot() *folderoracle.Snapshot {
-	snap, err := folderoracle.Read(context.Background(), s.env.client, s.env.bucket, prefix)
-	if err != nil {
-		s.t.Fatalf("seed %d: read the folder: %v", s.seed, err)
-	}
-	return snap
-}
+func (s *windowSequence) snapshot() *folderoracle.Snapshot { return s.env.snapshot(s.t, s.seed) }
 
 // check judges a whole run against the model's verdict j.
 func (s *windowSequence) check(r windowRun, j windowVerdict, before *folderoracle.Snapshot, err error) {
