@@ -60,10 +60,10 @@ vet:
 # The sink's tests of bundle finalization on the embedded runner run a second
 # time without the race detector: race-enabled builds never ask for bundle
 # finalization (Beam Go's FinalizeBundle handler races; see
-# sink/finalize_race.go), so those tests skip themselves under -race. The
-# window scenarios run there a second time too: under -race their
-# FinalizeCommit "always" runs act as "never", without it they commit at
-# bundle finalization, under the weaker guarantee.
+# sink/finalize_race.go), so those tests skip themselves under -race. So do
+# the window scenarios: their refused and ended runs fail jobs with bundles
+# in flight, which Beam Go's harness reports as a data race; they run
+# there, where FinalizeCommit "always" commits at bundle finalization.
 #
 # The mutation tests put past bugs back through internal/mutant's switches,
 # which exist only in builds with the s3once_mutant tag (shipped binaries
@@ -216,7 +216,7 @@ server: $(VERSITYGW)
 # (internal/testkit/scenario), SOAK_SCENARIOS random sequences (make test
 # runs the pinned ones), and the window scenarios, SOAK_WINDOW_SCENARIOS
 # random sequences (make test runs the pinned ones and 2), without the race
-# detector, so that FinalizeCommit "always" commits at bundle finalization.
+# detector (see the test target).
 SOAK_LOOPS ?= 100
 SOAK_WORKER_KILL_LOOPS ?= 20
 SOAK_ICEBERG_LOOPS ?= 20
