@@ -25,6 +25,14 @@
 // CRC64NVME and record counts. Committed compares two snapshots'
 // committed objects (keys, sizes, ETags): what "a refused run commits
 // nothing" means.
+//
+// For windowed, unbounded input, Stream is the oracle's own model of fixed
+// windows and the allowed lateness: from the input's events (records at
+// event times, watermark advances) it tells each partition's records and
+// the records Beam drops as later than their window's expiry. Expect then
+// names candidates per partition rather than per destination, and, where
+// the folder's runs write completion markers, Judge checks each window's
+// marker against its partitions.
 package folderoracle
 
 import (
@@ -280,6 +288,23 @@ type Expect struct {
 	Settings []byte
 	// NoSettings: the folder must hold no settings marker.
 	NoSettings bool
+	// Partitions, when not nil, lists the candidates per partition
+	// ("<destination>@<window>") instead of per destination: windowed
+	// input, whose windows each hold their own records (Stream).
+	Partitions map[string][]Candidate
+	// Markers is the completion marker each window must get once its
+	// partitions are complete: "success" (empty), "manifest" (listing the
+	// window's files), "none" (no marker at all), or "" (unchecked).
+	Markers string
+}
+
+// candidates lists the runs that may own partition id of destination
+// dest.
+func (e Expect) candidates(id, dest string) []Candidate {
+	if e.Partitions != nil {
+		return e.Partitions[id]
+	}
+	return e.Candidates[dest]
 }
 
 // Problem is one thing Judge found wrong.
@@ -290,13 +315,17 @@ type Problem struct {
 	// manifest, a partial record set a rerun can complete); otherwise it is
 	// wrong.
 	Incomplete bool
-	// Unseen: the partition, which has no manifest, lacks the last files
-	// of its batches, and nothing in the folder shows it (no gap in the
-	// files' numbers): no reader of the folder alone can tell.
+	// Unseen: no reader of the folder alone can tell: the partition,
+	// which has no manifest, lacks the last files of its batches, and
+	// nothing in the folder shows it (no gap in the files' numbers); or a
+	// window whose partitions are complete lacks the completion marker
+	// its runs write, a setting the folder does not record.
 	Unseen bool
 	// Counts: a manifest's record count differs from its file's, which
 	// only a reader that counts the records can see.
 	Counts bool
+	// Window names the window of a completion marker's problem.
+	Window string
 	Text   string
 }
 
@@ -421,6 +450,9 @@ func Judge(s *Snapshot, e Expect) Verdict {
 		p := parts[id]
 		judgePartition(s, e, id, p, &v, bad)
 	}
+	if e.Markers != "" {
+		judgeMarkers(s, e, parts, &v)
+	}
 	return v
 }
 
@@ -454,7 +486,8 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 	slices.Sort(records)
 	owner := ""
 	partial := false
-	for _, c := range e.Candidates[p.dest] {
+	cands := e.candidates(id, p.dest)
+	for _, c := range cands {
 		if c.Ext != ext {
 			continue
 		}
@@ -475,7 +508,7 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 				v.Problems[len(v.Problems)-1].Unseen = true
 			}
 		} else {
-			bad(id, false, "%d records in %d %s files: no run wrote exactly these (%s)", len(records), len(p.files), ext, describeCandidates(e.Candidates[p.dest], records))
+			bad(id, false, "%d records in %d %s files: no run wrote exactly these (%s)", len(records), len(p.files), ext, describeCandidates(cands, records))
 		}
 		return
 	}
@@ -500,15 +533,7 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 	}
 	for _, rel := range p.files {
 		o := s.Objects[rel]
-		var en Entry
-		found := false
-		for k, x := range listed {
-			if strings.HasSuffix(k, "/"+rel) || k == rel {
-				en, found = x, true
-				delete(listed, k)
-				break
-			}
-		}
+		en, found := takeListed(listed, rel)
 		switch {
 		case !found:
 			bad(id, false, "manifest %s does not list %s", p.manifest, rel)
@@ -524,6 +549,19 @@ func judgePartition(s *Snapshot, e Expect, id string, p *partition, v *Verdict, 
 	for _, k := range slices.Sorted(maps.Keys(listed)) {
 		bad(id, false, "manifest %s lists %s, which is not there", p.manifest, k)
 	}
+}
+
+// takeListed takes from listed (by full key) the entry of the
+// folder-relative key rel.
+func takeListed[T any](listed map[string]T, rel string) (T, bool) {
+	for k, x := range listed {
+		if strings.HasSuffix(k, "/"+rel) || k == rel {
+			delete(listed, k)
+			return x, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // gapped reports whether the files' numbers leave a gap within a batch

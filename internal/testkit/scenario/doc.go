@@ -1,7 +1,8 @@
 // Package scenario is the folder-level property test of the sink
-// (TestScenarios): seeded sequences of 2 to 4 runs of sink.Write against
-// one output folder, each state checked by an oracle that shares no code
-// with the sink (internal/testkit/folderoracle) and by s3once verify.
+// (TestScenarios, and TestWindowScenarios for windowed unbounded input):
+// seeded sequences of 2 to 4 runs of sink.Write against one output folder,
+// each state checked by an oracle that shares no code with the sink
+// (internal/testkit/folderoracle) and by s3once verify.
 //
 // # A sequence
 //
@@ -50,6 +51,43 @@
 // complete. Default verify failing on a folder the oracle finds right is
 // logged, not failed (a state it cannot prove without reading).
 //
+// # Windows
+//
+// TestWindowScenarios draws unbounded input from a test stream in fixed
+// one-hour windows (1 to 3 of them, each expiring before the next begins):
+// per window, early batches (each followed by a watermark step), an
+// on-time batch, late records added after the window's end and records
+// added after its expiry; the trigger fires early panes every 2 to 8
+// records per key and late panes every record, or is the default; the
+// allowed lateness is 0, 10 or 20 minutes. Format, Compression, Shards
+// and the file limits are drawn as for bounded input, with output version
+// 2, FinalizeCommit "auto" or "always" (changed by some reruns), and a
+// CompletionMarker (none, "success" or "manifest") kept for the sequence.
+// A run may end at the PUT of one of its windows' manifests (refusing it,
+// or every call after it) or after a random number of calls, and is then
+// run again, as it was or with its input changed for a window. Reruns
+// change the input for a window: records added, taken, moved to another
+// window or destination, sent from late to beyond the lateness or back,
+// moved to another pane, records added beyond the lateness only (which
+// changes no file), a window added or dropped; or a setting.
+//
+// The oracle's windowed model (folderoracle.Stream) tells each partition's
+// records: every record added before its window expired, none of those
+// after. A run is refused where it would change a complete partition (its
+// manifest exists): with "auto" that partition stays as it was; with
+// "always", files committed at bundle finalization may mix it. A changed
+// rerun into a partition whose window has no manifest yet (a run ended
+// before it) may mix it in either mode. Partitions and windows a run does
+// not write never change. After a run that succeeded, every partition it
+// writes holds exactly its records, with a manifest and the window's
+// completion marker where configured. A mixed partition must be named by
+// verify: exit 0 where the oracle finds the folder wrong or unfinished
+// fails the sequence, as for bounded input. Two states the sink still
+// leaves are counted as open gaps in the summary's notes, and fail the
+// sequence with S3ONCE_WINDOW_STRICT=1: a changed rerun into a window
+// without its manifest that succeeds over a mixed partition, and a
+// partition added to a window whose completion marker exists.
+//
 // # Budget and reproduction
 //
 // Each run samples the pinned seeds and S3ONCE_SCENARIOS random sequences
@@ -58,4 +96,9 @@
 // its steps and a one-line reproduction: S3ONCE_SCENARIO_SEEDS=<seed>
 // (comma-separated seeds run only those sequences). The last line gives
 // the sequences, pipeline runs, verify runs and the time.
+// TestWindowScenarios runs its pinned seeds and S3ONCE_WINDOW_SCENARIOS
+// random sequences (default 2), with the same seed variables, and skips
+// itself under the race detector (jobs failing with bundles in flight
+// make Beam Go's harness report a data race); its last line also counts
+// the window states the sequences reached.
 package scenario

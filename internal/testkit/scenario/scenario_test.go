@@ -244,33 +244,7 @@ func TestScenarios(t *testing.T) {
 		t.Skip("the scenario generator runs pipelines on prism")
 	}
 	start := time.Now()
-	var seeds []uint64
-	pinned := 0
-	if list := os.Getenv(envSeeds); list != "" {
-		for _, f := range strings.Split(list, ",") {
-			v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %q is not a seed", envSeeds, f)
-			}
-			seeds = append(seeds, v)
-		}
-	} else {
-		count := defaultSequences
-		if v := os.Getenv(envCount); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				t.Fatalf("%s=%q: want a count of sequences", envCount, v)
-			}
-			count = n
-		}
-		master := masterSeed(t)
-		seeds = append(seeds, pinnedSeeds...)
-		pinned = len(pinnedSeeds)
-		mr := rand.New(rand.NewPCG(master, 0x5ce9a))
-		for range count {
-			seeds = append(seeds, mr.Uint64()>>1)
-		}
-	}
+	seeds, pinned := sampleSeeds(t, envCount, defaultSequences, pinnedSeeds)
 	v := newVerifier(t)
 	runs := 0
 	kinds := map[string]int{}
@@ -282,12 +256,7 @@ func TestScenarios(t *testing.T) {
 		for k, n := range s.notes {
 			notes[k] += n
 		}
-		label := "random"
-		if i < pinned {
-			label = "pinned"
-		}
-		if len(s.failures) == 0 {
-			t.Logf("sequence %d (%s, seed %d, %s, %d runs): ok: %s", i, label, seed, s.env.server, s.runs, strings.Join(s.log, " | "))
+		if !report(t, "TestScenarios", i, i < pinned, seed, s.env.server, s.runs, s.log, s.failures) {
 			continue
 		}
 		failed++
@@ -298,18 +267,68 @@ func TestScenarios(t *testing.T) {
 				seen[f.class] = true
 			}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "sequence %d (%s, seed %d, %s) broke %d properties:\n  steps: %s\n", i, label, seed, s.env.server, len(s.failures), strings.Join(s.log, "\n         "))
-		for _, f := range s.failures {
-			fmt.Fprintf(&b, "  [%s: %s] %s\n", f.kind, f.class, f.text)
-		}
-		fmt.Fprintf(&b, "  reproduce: %s=%d go test -race -count=1 -run '^TestScenarios$' ./internal/testkit/scenario/", envSeeds, seed)
-		t.Error(b.String())
 	}
 	summary := fmt.Sprintf("scenarios: %d sequences (%d pinned), %d pipeline runs (%s each on average), %d verify runs, %s; %d sequences failed %v; verify stricter than the oracle: %v",
 		len(seeds), pinned, runs, runTime.mean(), v.calls, time.Since(start).Round(time.Second), failed, kinds, notes)
 	t.Log(summary)
 	fmt.Println(summary)
+}
+
+// report logs sequence i of test, or, where it broke properties, fails the
+// test with its steps, what it broke and a line that runs it again; it
+// returns whether it failed.
+func report(t *testing.T, test string, i int, pinned bool, seed uint64, server string, runs int, log []string, failures []failure) bool {
+	label := "random"
+	if pinned {
+		label = "pinned"
+	}
+	if len(failures) == 0 {
+		t.Logf("sequence %d (%s, seed %d, %s, %d runs): ok: %s", i, label, seed, server, runs, strings.Join(log, " | "))
+		return false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "sequence %d (%s, seed %d, %s) broke %d properties:\n  steps: %s\n", i, label, seed, server, len(failures), strings.Join(log, "\n         "))
+	for _, f := range failures {
+		if f.class != f.kind {
+			fmt.Fprintf(&b, "  [%s: %s] %s\n", f.kind, f.class, f.text)
+		} else {
+			fmt.Fprintf(&b, "  [%s] %s\n", f.kind, f.text)
+		}
+	}
+	fmt.Fprintf(&b, "  reproduce: %s=%d go test -race -count=1 -run '^%s$' ./internal/testkit/scenario/", envSeeds, seed, test)
+	t.Error(b.String())
+	return true
+}
+
+// sampleSeeds is a test's sequence seeds: those envSeeds lists, or the
+// pinned ones and then count random ones (countVar's value, or def),
+// drawn from the master seed. It returns how many are pinned.
+func sampleSeeds(t *testing.T, countVar string, def int, pinnedSeeds []uint64) (seeds []uint64, pinned int) {
+	if list := os.Getenv(envSeeds); list != "" {
+		for _, f := range strings.Split(list, ",") {
+			v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q is not a seed", envSeeds, f)
+			}
+			seeds = append(seeds, v)
+		}
+		return seeds, 0
+	}
+	count := def
+	if v := os.Getenv(countVar); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("%s=%q: want a count of sequences", countVar, v)
+		}
+		count = n
+	}
+	master := masterSeed(t)
+	seeds = slices.Clone(pinnedSeeds)
+	mr := rand.New(rand.NewPCG(master, 0x5ce9a))
+	for range count {
+		seeds = append(seeds, mr.Uint64()>>1)
+	}
+	return seeds, len(pinnedSeeds)
 }
 
 // hasManifest reports whether the folder holds a partition manifest.
@@ -509,7 +528,20 @@ func (s *sequence) check(r runSpec, want outcome, before *folderoracle.Snapshot,
 func (s *sequence) compare(when string) {
 	snap := s.snapshot()
 	verdict := folderoracle.Judge(snap, s.m.expectation())
-	code, out := s.verify.run(s.env, false)
+	sameSize := s.m.damaged == "file-same-size" && !hasManifest(snap)
+	checkVerify(s.t, s.verify, s.env, s.seed, when, verdict, sameSize, s.notes, s.fail)
+}
+
+// checkVerify runs s3once verify on env's folder, by default and with
+// --read where the binary has it, and checks its exit codes against the
+// oracle's verdict: exit 0 where the oracle finds the folder wrong or
+// unfinished is a failure (reported through fail), and --read must exit 0
+// exactly where the folder is right and complete. sameSize says the
+// folder, without manifests, holds a file changed into other bytes of its
+// size, which no reader can tell. What verify does that the oracle does
+// not require is counted in notes.
+func checkVerify(t *testing.T, v *verifier, e *env, seed uint64, when string, verdict folderoracle.Verdict, sameSize bool, notes map[string]int, fail func(kind, format string, args ...any)) {
+	code, out := v.run(e, false)
 	right := verdict.Right()
 	// verify proves, by default, every file's bytes against its manifest
 	// but not the manifest's record counts (it reports them unchecked),
@@ -517,27 +549,27 @@ func (s *sequence) compare(when string) {
 	// without a manifest.
 	switch {
 	case code == 0 && !verdict.RightBut(true):
-		s.fail("verify-ok-on-wrong", "%s: verify exited 0; the oracle says %s", when, verdict)
+		fail("verify-ok-on-wrong", "%s: verify exited 0; the oracle says %s", when, verdict)
 	case code != 0 && code != 1 && code != 3:
-		s.fail("verify-exit", "%s: verify exited %d: %s", when, code, clipText(out))
+		fail("verify-exit", "%s: verify exited %d: %s", when, code, clipText(out))
 	case code != 0 && right:
-		s.notes[fmt.Sprintf("exit %d", code)]++
-		s.t.Logf("seed %d %s: verify exited %d on a folder the oracle finds right: %s", s.seed, when, code, clipText(out))
+		notes[fmt.Sprintf("exit %d", code)]++
+		t.Logf("seed %d %s: verify exited %d on a folder the oracle finds right: %s", seed, when, code, clipText(out))
 	}
-	if s.verify.hasRead {
-		rc, rout := s.verify.run(s.env, true)
+	if v.hasRead {
+		rc, rout := v.run(e, true)
 		switch {
-		case rc == 0 && !right && s.m.damaged == "file-same-size" && !hasManifest(snap):
+		case rc == 0 && !right && sameSize:
 			// Bytes of a file's size that still decode (a letter's case
 			// flipped in a text file), in a folder without manifests: no
 			// checksum records what the file held.
-			s.notes["same-size change without a manifest"]++
-			s.t.Logf("seed %d %s: verify --read exited 0 on a same-size change in a folder without manifests: %s", s.seed, when, verdict)
+			notes["same-size change without a manifest"]++
+			t.Logf("seed %d %s: verify --read exited 0 on a same-size change in a folder without manifests: %s", seed, when, verdict)
 		case rc == 0 && !right && verdict.RightBut(false):
-			s.notes["unseen without a manifest"]++
-			s.t.Logf("seed %d %s: verify --read exited 0 where only the oracle's model shows a partition without a manifest lacking its last files: %s", s.seed, when, verdict)
+			notes["unseen by any reader"]++
+			t.Logf("seed %d %s: verify --read exited 0 where only the oracle's model shows what is missing (a partition without a manifest lacking its last files, or a window's completion marker not yet written): %s", seed, when, verdict)
 		case (rc == 0) != right:
-			s.fail("verify-read-disagrees", "%s: verify --read exited %d; the oracle says %s: %s", when, rc, verdict, clipText(rout))
+			fail("verify-read-disagrees", "%s: verify --read exited %d; the oracle says %s: %s", when, rc, verdict, clipText(rout))
 		}
 	}
 }
@@ -546,33 +578,47 @@ func (s *sequence) compare(when string) {
 func (s *sequence) run(r runSpec) error {
 	s.runs++
 	p, sc := beam.NewPipelineWithRoot()
-	cfg := sink.Config{
-		Bucket: s.env.bucket, Prefix: prefix,
-		Endpoint: s.env.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
+	return runWrite(p, sc, beam.CreateList(sc, r.input), s.env.sinkConfig(r.cfg), &runTime)
+}
+
+// sinkConfig is the sink's Config for settings c, writing to e's folder
+// through its proxy.
+func (e *env) sinkConfig(c settings) sink.Config {
+	return sink.Config{
+		Bucket: e.bucket, Prefix: prefix,
+		Endpoint: e.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
 		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
 		Destination:     firstLetter,
-		Format:          r.cfg.Format,
-		Compression:     r.cfg.Compression,
-		Shards:          r.cfg.Shards,
-		MaxFileRecords:  r.cfg.MaxFileRecords,
-		MaxFileBytes:    r.cfg.MaxFileBytes,
-		TargetFileBytes: r.cfg.TargetFileBytes,
-		OutputVersion:   r.cfg.OutputVersion,
-		FinalizeCommit:  r.cfg.FinalizeCommit,
+		Format:          c.Format,
+		Compression:     c.Compression,
+		Shards:          c.Shards,
+		MaxFileRecords:  c.MaxFileRecords,
+		MaxFileBytes:    c.MaxFileBytes,
+		TargetFileBytes: c.TargetFileBytes,
+		OutputVersion:   c.OutputVersion,
+		FinalizeCommit:  c.FinalizeCommit,
 	}
-	if _, err := sink.TryWrite(sc, beam.CreateList(sc, r.input), cfg); err != nil {
+}
+
+// runWrite adds the sink over col to p and runs p on prism, adding its
+// time to d.
+func runWrite(p *beam.Pipeline, sc beam.Scope, col beam.PCollection, cfg sink.Config, d *durations) error {
+	if _, err := sink.TryWrite(sc, col, cfg); err != nil {
 		return fmt.Errorf("building the pipeline: %w", err)
 	}
 	start := time.Now()
 	_, err := beam.Run(context.Background(), "prism", p)
-	runTime.add(time.Since(start))
+	d.add(time.Since(start))
 	return err
 }
 
-func (s *sequence) snapshot() *folderoracle.Snapshot {
-	snap, err := folderoracle.Read(context.Background(), s.env.client, s.env.bucket, prefix)
+func (s *sequence) snapshot() *folderoracle.Snapshot { return s.env.snapshot(s.t, s.seed) }
+
+// snapshot reads e's folder.
+func (e *env) snapshot(t *testing.T, seed uint64) *folderoracle.Snapshot {
+	snap, err := folderoracle.Read(context.Background(), e.client, e.bucket, prefix)
 	if err != nil {
-		s.t.Fatalf("seed %d: read the folder: %v", s.seed, err)
+		t.Fatalf("seed %d: read the folder: %v", seed, err)
 	}
 	return snap
 }

@@ -22,6 +22,16 @@ type proxy struct {
 	limit    atomic.Int64 // requests let through; < 0: no limit
 	count    atomic.Int64
 	refused  atomic.Int64
+	// at, once armed by armAt, sets the limit at the first request it
+	// matches.
+	at atomic.Pointer[tripwire]
+}
+
+// tripwire ends a run at the first request it matches: refusing that
+// request (before) or every one after it.
+type tripwire struct {
+	match  func(*http.Request) bool
+	before bool
 }
 
 // newProxy starts a loopback server whose requests go to upstream.
@@ -36,11 +46,26 @@ func newProxy(upstream func(*http.Request) (*http.Response, error)) *proxy {
 func (p *proxy) arm(limit int64) {
 	p.count.Store(0)
 	p.refused.Store(0)
+	p.at.Store(nil)
 	p.limit.Store(limit)
+}
+
+// armAt lets requests through until the first that match accepts, then
+// refuses that one (before) or every request after it; arm(-1) disarms.
+func (p *proxy) armAt(match func(*http.Request) bool, before bool) {
+	p.arm(-1)
+	p.at.Store(&tripwire{match: match, before: before})
 }
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	n := p.count.Add(1)
+	if t := p.at.Load(); t != nil && t.match(r) && p.at.CompareAndSwap(t, nil) {
+		if t.before {
+			p.limit.Store(n - 1)
+		} else {
+			p.limit.Store(n)
+		}
+	}
 	if l := p.limit.Load(); l >= 0 && n > l {
 		p.refused.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body)
