@@ -78,7 +78,7 @@ MUTANT_TAG := s3once_mutant
 test: tools vet
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 10m -run 'TestFinalizeAlwaysOnPrism|TestBeamFinalizationFaults|TestFinalizeAlwaysChangedRerun|TestFinalizeMode' ./sink/
-	$(GO) test -count=1 -timeout 10m -run '^TestWindowScenarios$$' ./internal/testkit/scenario/
+	$(GO) test -count=1 -timeout 10m -run '^TestWindowScenarios$$|^TestScenarios$$' ./internal/testkit/scenario/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
 	$(GO) test -race -tags iceberg -timeout 10m ./cmd/s3once-run/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/testkit/explore/ ./internal/testkit/scenario/ ./integration/

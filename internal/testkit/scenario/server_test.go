@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,6 +24,9 @@ type proxy struct {
 	limit    atomic.Int64 // requests let through; < 0: no limit
 	count    atomic.Int64
 	refused  atomic.Int64
+	// refusals names the requests refused (method and path), for a
+	// failure's report.
+	refusals sync.Map
 	// at, once armed by armAt, sets the limit at the first request it
 	// matches.
 	at atomic.Pointer[tripwire]
@@ -32,6 +37,17 @@ type proxy struct {
 type tripwire struct {
 	match  func(*http.Request) bool
 	before bool
+}
+
+// refusedCalls lists the requests refused since the proxy was armed.
+func (p *proxy) refusedCalls() []string {
+	var out []string
+	p.refusals.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	slices.Sort(out)
+	return out
 }
 
 // newProxy starts a loopback server whose requests go to upstream.
@@ -46,6 +62,7 @@ func newProxy(upstream func(*http.Request) (*http.Response, error)) *proxy {
 func (p *proxy) arm(limit int64) {
 	p.count.Store(0)
 	p.refused.Store(0)
+	p.refusals.Clear()
 	p.at.Store(nil)
 	p.limit.Store(limit)
 }
@@ -68,6 +85,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if l := p.limit.Load(); l >= 0 && n > l {
 		p.refused.Add(1)
+		p.refusals.Store(r.Method+" "+r.URL.RequestURI(), true)
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/xml")
 		w.WriteHeader(http.StatusForbidden)
