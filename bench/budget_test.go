@@ -145,9 +145,8 @@ func budgetChild() (budgetResult, error) {
 	col := beam.ParDo(s, &generateFn{Records: budgetRecords, Len: budgetLen}, beam.Impulse(s))
 	sink.Write(s, col, sink.Config{
 		Bucket: bucket, Prefix: prefix, Shards: budgetShards,
-		MaxBatchBytes: budgetBatch, PartSize: budgetPartSize, Concurrency: 1, MaxWorkerMemory: budget,
-		Endpoint: os.Getenv(childEndpoint), Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+		MaxBatchBytes: budgetBatch, PartSize: budgetPartSize, Concurrency: 1, MaxWorkerMemory: budget, Connection: sink.Connection{Endpoint: os.Getenv(childEndpoint), Region: s3test.Region, PathStyle: true,
+			Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 	})
 	began := time.Now()
 	pr, err := ptest.RunWithMetrics(p)

@@ -78,9 +78,8 @@ func BenchmarkPipeline(b *testing.B) {
 						switch side {
 						case "sink", "sink-auto":
 							cfg := sink.Config{
-								Bucket: e.bucket, Prefix: prefix,
-								Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
-								AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+								Bucket: e.bucket, Prefix: prefix, Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+									Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 							}
 							if side == "sink-auto" {
 								cfg.TargetFileBytes = autoTarget

@@ -57,6 +57,8 @@ const (
 	PartitionChanged Code = "partition-changed" // sink.ErrPartitionChanged
 	ManifestDamaged  Code = "manifest-damaged"  // sink.ErrManifestDamaged
 	SettingsDamaged  Code = "settings-damaged"  // sink.ErrSettingsDamaged
+	// CredentialsMissing: sink.ErrCredentialsMissing.
+	CredentialsMissing Code = "credentials-missing"
 )
 
 const (

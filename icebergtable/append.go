@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -25,6 +24,16 @@ type Config struct {
 	// region, credentials) reach the table's file IO.
 	CatalogName       string
 	CatalogProperties map[string]string
+	// CatalogSecretsEnv names, for each catalog property that holds a
+	// secret (an S3 secret key or session token, a REST credential or
+	// token, a password), the environment variable that holds its value on
+	// every machine that loads the catalog: {"s3.secret-access-key":
+	// "LAKE_S3_SECRET"}. The properties travel in the pipeline graph, so
+	// CatalogProperties may hold no secret (Append refuses one); the
+	// variables are read where the catalog is loaded, and one that is not
+	// set fails there with [s3once:credentials-missing]. On a job server,
+	// set them in the workers' environment (see sink.Credentials).
+	CatalogSecretsEnv map[string]string
 	// Table is the table's identifier, dot-separated ("lake.events").
 	Table string
 	// RunID is the run's idempotency key: stable across retries and
@@ -40,8 +49,7 @@ type Config struct {
 	// that each file holds one partition; a file that does not is refused.
 	Partition []PartitionField
 	// Sink is the sink's configuration: the stage reaches S3 with its
-	// region, credentials, retry attempts and request settings (see
-	// WithS3); its other fields are not used.
+	// Connection and Requests (see WithS3); its other fields are not used.
 	Sink sink.Config
 }
 
@@ -66,15 +74,21 @@ func (c Config) check() error {
 	if len(c.CatalogProperties) == 0 {
 		problems = append(problems, "CatalogProperties are required (at least the catalog's type and uri)")
 	}
+	problems = append(problems, secretProblems(c.CatalogProperties, c.CatalogSecretsEnv)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("s3once iceberg: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-// LoadCatalog loads the configured catalog.
+// LoadCatalog loads the configured catalog, with the secrets
+// CatalogSecretsEnv names read from this machine's environment.
 func (c Config) LoadCatalog(ctx context.Context) (catalog.Catalog, error) {
-	cat, err := catalog.Load(ctx, c.CatalogName, iceberg.Properties(c.CatalogProperties))
+	props, err := catalogProperties(c.CatalogProperties, c.CatalogSecretsEnv)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Load(ctx, c.CatalogName, props)
 	if err != nil {
 		return nil, fmt.Errorf("s3once iceberg: load the catalog %q: %w", c.CatalogName, err)
 	}
@@ -101,8 +115,9 @@ func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection
 		panic(err) // pipeline construction: Beam's transforms panic on bad arguments
 	}
 	fn := appendFn{
-		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties,
-		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, Partition: cfg.Partition, S3: routeOf(cfg.Sink),
+		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties, CatalogSecretsEnv: cfg.CatalogSecretsEnv,
+		Table: cfg.Table, RunID: cfg.RunID, Record: beam.EncodedType{T: cfg.Record}, Partition: cfg.Partition,
+		Connection: cfg.Sink.Connection, Requests: cfg.Sink.Requests,
 	}
 	switch t := results.Type().Type(); t {
 	case reflect.TypeFor[sink.WindowFiles]():
@@ -125,15 +140,19 @@ type appendFn struct {
 	Table             string            `json:"table"`
 	RunID             string            `json:"runID"`
 	Record            beam.EncodedType  `json:"record"`
+	CatalogSecretsEnv map[string]string `json:"catalogSecretsEnv,omitempty"`
 	Partition         []PartitionField  `json:"partition,omitempty"`
-	S3                s3Route           `json:"s3"`
+	// Connection and Requests are the sink's: the table's metadata writes
+	// reach the bucket as its files did (see WithS3).
+	Connection sink.Connection `json:"connection"`
+	Requests   sink.Requests   `json:"requests"`
 
 	tbl *Table
 }
 
 func (f *appendFn) Setup(ctx context.Context) error {
-	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, Table: f.Table}
-	ctx, err := WithS3(ctx, f.S3.config())
+	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, CatalogSecretsEnv: f.CatalogSecretsEnv, Table: f.Table}
+	ctx, err := WithS3(ctx, sink.Config{Connection: f.Connection, Requests: f.Requests})
 	if err != nil {
 		return err
 	}

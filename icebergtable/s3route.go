@@ -26,39 +26,6 @@ func WithS3(ctx context.Context, cfg sink.Config) (context.Context, error) {
 	return utils.WithAwsConfig(ctx, &ac), nil
 }
 
-// s3Route is what the table stage takes of the sink's settings on the
-// worker: the connection and the request settings (sink.Config's other
-// fields do not travel with the transform).
-type s3Route struct {
-	Endpoint, Region                           string `json:",omitempty"`
-	AccessKeyID, SecretAccessKey, SessionToken string `json:",omitempty"`
-	MaxAttempts                                int    `json:",omitempty"`
-	ExpectedBucketOwner                        string `json:",omitempty"`
-	Encryption, KMSKeyID                       string `json:",omitempty"`
-	BucketKey                                  bool   `json:",omitempty"`
-	SSECustomerKeyEnv, SSECustomerKeyFile      string `json:",omitempty"`
-}
-
-func routeOf(c sink.Config) s3Route {
-	return s3Route{
-		Endpoint: c.Endpoint, Region: c.Region,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, ExpectedBucketOwner: c.ExpectedBucketOwner,
-		Encryption: c.Encryption, KMSKeyID: c.KMSKeyID, BucketKey: c.BucketKey,
-		SSECustomerKeyEnv: c.SSECustomerKeyEnv, SSECustomerKeyFile: c.SSECustomerKeyFile,
-	}
-}
-
-func (r s3Route) config() sink.Config {
-	return sink.Config{
-		Endpoint: r.Endpoint, Region: r.Region,
-		AccessKeyID: r.AccessKeyID, SecretAccessKey: r.SecretAccessKey, SessionToken: r.SessionToken,
-		MaxAttempts: r.MaxAttempts, ExpectedBucketOwner: r.ExpectedBucketOwner,
-		Encryption: r.Encryption, KMSKeyID: r.KMSKeyID, BucketKey: r.BucketKey,
-		SSECustomerKeyEnv: r.SSECustomerKeyEnv, SSECustomerKeyFile: r.SSECustomerKeyFile,
-	}
-}
-
 // withAWS puts the table's AWS configuration in ctx unless ctx has one.
 func (t *Table) withAWS(ctx context.Context) context.Context {
 	if t.aws == nil || utils.GetAwsConfig(ctx) != nil {

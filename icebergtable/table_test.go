@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -127,9 +128,8 @@ func writeRun(t *testing.T, tbl *Table, runID string, recs []event, edits ...fun
 
 // testSink is the sink's connection to the test server.
 func testSink() sink.Config {
-	return sink.Config{
-		Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+	return sink.Config{Connection: sink.Connection{Endpoint: endpoint, Region: s3test.Region, PathStyle: true,
+		Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 	}
 }
 
@@ -155,6 +155,16 @@ func catalogProps(t testing.TB, bucket string) iceberg.Properties {
 	}
 }
 
+// inGraph splits catalog properties as a pipeline's Config takes them:
+// the test server's credentials by the environment variables s3test sets
+// (CatalogSecretsEnv), the rest as they are.
+func inGraph(props iceberg.Properties) (public, fromEnv map[string]string) {
+	public = maps.Clone(map[string]string(props))
+	delete(public, icebergio.S3AccessKeyID)
+	delete(public, icebergio.S3SecretAccessKey)
+	return public, map[string]string{icebergio.S3AccessKeyID: s3test.AccessKeyEnv, icebergio.S3SecretAccessKey: s3test.SecretKeyEnv}
+}
+
 func newCatalog(t testing.TB, bucket string) catalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Load(context.Background(), "s3once-test", catalogProps(t, bucket))
@@ -178,7 +188,8 @@ type runStage struct {
 func stageRun(t testing.TB, name string, props iceberg.Properties, runID string) runStage {
 	t.Helper()
 	ctx := context.Background()
-	st := runStage{cfg: Config{CatalogName: name, CatalogProperties: props, Table: "lake.events", RunID: runID, Record: reflect.TypeFor[event]()}}
+	public, fromEnv := inGraph(props)
+	st := runStage{cfg: Config{CatalogName: name, CatalogProperties: public, CatalogSecretsEnv: fromEnv, Table: "lake.events", RunID: runID, Record: reflect.TypeFor[event]()}}
 	var err error
 	if st.cat, err = st.cfg.LoadCatalog(ctx); err != nil {
 		t.Fatal(err)
@@ -555,7 +566,7 @@ func TestCrashBeforeTableCommit(t *testing.T) {
 // refused.
 func TestMetadataWritesCarrySinkHeaders(t *testing.T) {
 	bucket := srv.Bucket(t)
-	base := sink.Config{Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
+	base := sink.Config{Connection: sink.Connection{Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}}
 	withPolicy := func(t *testing.T, cfg sink.Config) (context.Context, *s3fault.Policy) {
 		t.Helper()
 		ctx, err := WithS3(context.Background(), cfg)

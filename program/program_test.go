@@ -63,8 +63,8 @@ func TestExitAfterBeamInit(t *testing.T) {
 // message last, alone on its line, and nowhere else.
 func TestFailureComesLastAndOnce(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
-	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Endpoint: srv.Endpoint(), PathStyle: true,
-		Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Destination: escape}
+	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Connection: sink.Connection{Endpoint: srv.Endpoint(), PathStyle: true,
+		Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Destination: escape}
 	p, s := beam.NewPipelineWithRoot()
 	sink.Write(s, beam.Create(s, "a", "b"), cfg)
 	_, err := Run(context.Background(), p)
@@ -91,8 +91,9 @@ func TestFailureComesLastAndOnce(t *testing.T) {
 // A good run reports its files committed; its rerun reports them kept.
 func TestOutcomeSaysKept(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
-	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Endpoint: srv.Endpoint(), PathStyle: true, Shards: 1,
-		Region: s3test.Region, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Destination: folder}
+	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Connection: sink.Connection{Endpoint: srv.Endpoint(), PathStyle: true,
+		Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Shards: 1,
+		Destination: folder}
 	for run, want := range []string{"committed 2 files", "committed 2 files (2 kept from an earlier run)"} {
 		p, s := beam.NewPipelineWithRoot()
 		sink.Write(s, beam.Create(s, "apple", "avocado", "banana"), cfg)

@@ -14,7 +14,8 @@ import (
 // AWSConfig is the AWS configuration the sink's clients are built from,
 // for a stage that reaches the same bucket through another S3 client (the
 // Iceberg table stage's metadata writes): the standard chain with c's
-// region, static credentials and MaxAttempts on top, and c's request
+// region, credentials (Config.Credentials, read where this runs) and
+// MaxAttempts on top, and c's request
 // settings (expected bucket owner, server-side encryption, SSE-C key,
 // object settings) on every call as middleware; the sink's retryer (no
 // retry quota), its shared backoff for throttled calls, and a bound of
@@ -33,7 +34,11 @@ func (c Config) AWSConfig(ctx context.Context) (aws.Config, error) {
 	}
 	// LoadConfig takes the region, credentials and MaxAttempts of the
 	// options; the endpoint and addressing are the other client's.
-	cfg, err := s3call.LoadConfig(ctx, c.connection().clientOptions(nil))
+	o, err := c.Connection.clientOptions(nil)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	cfg, err := s3call.LoadConfig(ctx, o)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("s3once sink: %w", err)
 	}

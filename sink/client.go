@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,47 +21,26 @@ var (
 	workers   = map[workerKey]*worker{}
 )
 
-// connection is what makes a client: where the server is, how to reach it
-// and sign for it, and how its calls retry. It is the one source of the
-// client options (clientOptions); the settings embed it, so its fields are
-// theirs, in the DoFns' JSON too; and it is comparable, the heart of the
-// worker cache's key.
-type connection struct {
-	Endpoint         string        `json:"endpoint,omitempty"`
-	Region           string        `json:"region,omitempty"`
-	PathStyle        bool          `json:"pathStyle,omitempty"`
-	AccessKeyID      string        `json:"accessKeyID,omitempty"`
-	SecretAccessKey  string        `json:"secretAccessKey,omitempty"`
-	SessionToken     string        `json:"sessionToken,omitempty"`
-	MaxAttempts      int           `json:"maxAttempts,omitempty"`
-	DisableChecksums bool          `json:"disableChecksums,omitempty"`
-	ThrottleBudget   time.Duration `json:"throttleBudget,omitempty"`
-}
-
-// connection is the Config's connection, as given (settings fills in the
-// ThrottleBudget's default).
-func (c Config) connection() connection {
-	return connection{
-		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
-		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, ThrottleBudget: c.ThrottleBudget,
-	}
-}
-
 // clientOptions are the options of a client for c, with throttle's backoff
-// and budget (nil for a configuration alone, see Config.AWSConfig).
-func (c connection) clientOptions(throttle *s3call.Throttle) s3call.ClientOptions {
+// and budget (nil for a configuration alone, see Config.AWSConfig). The
+// credentials c names are read here, on the machine that makes the client
+// (ErrCredentialsMissing where they are not).
+func (c Connection) clientOptions(throttle *s3call.Throttle) (s3call.ClientOptions, error) {
+	creds, err := c.Credentials.provider()
+	if err != nil {
+		return s3call.ClientOptions{}, err
+	}
 	return s3call.ClientOptions{
 		Endpoint: c.Endpoint, Region: c.Region, PathStyle: c.PathStyle,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken,
+		Credentials: creds, CredentialsFile: c.Credentials.File, Profile: c.Credentials.Profile,
 		MaxAttempts: c.MaxAttempts, DisableChecksums: c.DisableChecksums, Throttle: throttle,
-	}
+	}, nil
 }
 
 // workerKey tells the process's workers apart: a connection, and what else
 // its committer and requests depend on.
 type workerKey struct {
-	connection
+	Connection
 	// StagingPrefix is the committer's: it cleans up only under it.
 	StagingPrefix string
 	// Requests fingerprints the request settings (requests.go).
@@ -115,7 +93,7 @@ func (s settings) setUp(ctx context.Context, ready func(*committer.Committer, s3
 
 // worker returns the process's client and committer for the settings.
 func (s settings) worker(ctx context.Context) (*worker, error) {
-	key := workerKey{connection: s.connection, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint()}
+	key := workerKey{Connection: s.Connection, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint()}
 	workersMu.Lock()
 	defer workersMu.Unlock()
 	if w, ok := workers[key]; ok {
@@ -145,7 +123,10 @@ func (s settings) newClient(ctx context.Context, throttle *s3call.Throttle) (*s3
 	if err != nil {
 		return nil, err
 	}
-	o := s.connection.clientOptions(throttle)
+	o, err := s.Connection.clientOptions(throttle)
+	if err != nil {
+		return nil, err
+	}
 	o.Options = []func(*s3.Options){req.Apply}
 	c, err := s3call.NewClient(ctx, o)
 	if err != nil {

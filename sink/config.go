@@ -87,10 +87,10 @@ const (
 // documented default. Validate checks a Config; Write checks it again while
 // the pipeline is built.
 //
-// A Config travels inside the pipeline graph to every worker, as JSON.
-// Everything in it, AccessKeyID and SecretAccessKey included, is visible to
-// whoever can read the job's graph (the runner, its UI, its logs). Prefer the
-// default credential chain on real deployments.
+// The settings a stage reads travel inside the pipeline graph to every
+// worker, as JSON, visible to whoever can read the job's graph (the runner,
+// its UI, its logs): so a Config holds no secret. Credentials and the SSE-C
+// key are named (an environment variable, a file) and read on each machine.
 type Config struct {
 	// Bucket receives the files. Required.
 	Bucket string
@@ -105,73 +105,12 @@ type Config struct {
 	// Spark, Hive, Trino and Athena skip.
 	StagingPrefix string
 
-	// Endpoint is the S3 endpoint URL (http or https, the server's address
-	// with no path), for S3-compatible servers; empty means AWS.
-	Endpoint string
-	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
-	// the shared config), else us-east-1.
-	Region string
-	// PathStyle addresses buckets as <endpoint>/<bucket> instead of
-	// <bucket>.<endpoint>; most S3-compatible servers need it.
-	PathStyle bool
-	// AccessKeyID, SecretAccessKey and SessionToken are static credentials,
-	// meant for local and test servers. Leave them empty to use the default
-	// credential chain of the AWS SDK on each worker (environment, shared
-	// files, instance or task role). They are visible in the pipeline graph.
-	AccessKeyID     string
-	SecretAccessKey string
-	SessionToken    string
-	// MaxAttempts is the AWS SDK's retry budget per S3 call. Default: the
-	// SDK's (3). Throttling answers (503 SlowDown) are not counted in it:
-	// see ThrottleBudget.
-	MaxAttempts int
-	// ThrottleBudget is how long one S3 call may go on being answered
-	// SlowDown (S3's answer when a prefix takes more requests than it
-	// allows) before it fails with an error carrying [s3once:throttled].
-	// Until then the call waits and is sent again, on a backoff that all
-	// calls of a worker to the same bucket and folder share. A failed run
-	// loses nothing and a rerun resumes it. Runs have no deadline
-	// (streaming), so the budget is per call. Default: 5 minutes.
-	ThrottleBudget time.Duration
-	// DisableChecksums stops sending CRC64NVME checksums to the server, for
-	// servers that reject them. The writer still checks its own.
-	DisableChecksums bool
+	// Connection says where the S3 server is and how to reach it.
+	Connection
+	// Requests holds what every request carries and the output objects'
+	// settings.
+	Requests
 
-	// ExpectedBucketOwner, when set, is the 12-digit account ID that must
-	// own Bucket: every S3 call carries it, and S3 refuses (403) calls to a
-	// bucket of another account, so a typo or a bucket name taken over by
-	// someone else never receives the data or the deletes.
-	ExpectedBucketOwner string
-	// Encryption asks for server-side encryption of every object the sink
-	// creates (files, side objects, probes, markers): EncryptionSSES3,
-	// EncryptionSSEKMS or EncryptionSSEKMSDSSE. Empty leaves it to the
-	// bucket's default encryption. KMSKeyID (an ID, ARN or alias; empty
-	// means the account's default key) and BucketKey go with SSE-KMS.
-	Encryption string
-	KMSKeyID   string
-	BucketKey  bool
-	// SSECustomerKeyEnv or SSECustomerKeyFile name where every machine
-	// (driver and workers) finds the SSE-C key: an environment variable
-	// holding its base64, or a file holding its 32 bytes (raw or base64).
-	// The key itself never enters the pipeline graph. Every call that
-	// writes or reads data carries it. Excludes Encryption.
-	SSECustomerKeyEnv  string
-	SSECustomerKeyFile string
-	// StorageClass, Tags, CacheControl, ContentDisposition and Metadata
-	// (user metadata, x-amz-meta-*) are set on every output file when its
-	// upload is created. A rerun judges a file by its bytes alone: a file
-	// committed with other object settings counts as committed and keeps
-	// them.
-	StorageClass       string
-	Tags               map[string]string
-	CacheControl       string
-	ContentDisposition string
-	Metadata           map[string]string
-	// VersionedBucket says the bucket keeps versions: the clean-up after
-	// each commit and the sweep then also remove the old versions and
-	// delete markers of s3once's side objects and probes (never of other
-	// keys). The preflight refuses a versioned bucket without it.
-	VersionedBucket bool
 	// CompletionMarker, when set, writes a marker once every file of a
 	// window is committed (for bounded input in the global window, once
 	// the run's files are): MarkerSuccess, an empty "_SUCCESS" object, or
@@ -336,6 +275,85 @@ type Config struct {
 	OutputVersion int
 }
 
+// Connection is the part of a Config that says where the S3 server is and
+// how to reach it: the endpoint, the region, the credentials' names and
+// how calls retry. It is what a client is made from (the sink's, and the
+// Iceberg table stage's through Config.AWSConfig); it holds no secret.
+type Connection struct {
+	// Endpoint is the S3 endpoint URL (http or https, the server's address
+	// with no path), for S3-compatible servers; empty means AWS.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Region of the bucket. Empty means the default chain's region (AWS_REGION,
+	// the shared config), else us-east-1.
+	Region string `json:"region,omitempty"`
+	// PathStyle addresses buckets as <endpoint>/<bucket> instead of
+	// <bucket>.<endpoint>; most S3-compatible servers need it.
+	PathStyle bool `json:"pathStyle,omitempty"`
+	// Credentials names where each machine finds static credentials (an
+	// environment variable or a file), never the credentials themselves.
+	// The zero value uses the AWS SDK's default chain on each machine
+	// (environment, shared files, instance or task role).
+	Credentials Credentials `json:"credentials,omitzero"`
+	// MaxAttempts is the AWS SDK's retry budget per S3 call. Default: the
+	// SDK's (3). Throttling answers (503 SlowDown) are not counted in it:
+	// see ThrottleBudget.
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// ThrottleBudget is how long one S3 call may go on being answered
+	// SlowDown (S3's answer when a prefix takes more requests than it
+	// allows) before it fails with an error carrying [s3once:throttled].
+	// Until then the call waits and is sent again, on a backoff that all
+	// calls of a worker to the same bucket and folder share. A failed run
+	// loses nothing and a rerun resumes it. Runs have no deadline
+	// (streaming), so the budget is per call. Default: 5 minutes.
+	ThrottleBudget time.Duration `json:"throttleBudget,omitempty"`
+	// DisableChecksums stops sending CRC64NVME checksums to the server, for
+	// servers that reject them. The writer still checks its own.
+	DisableChecksums bool `json:"disableChecksums,omitempty"`
+}
+
+// Requests is the part of a Config that every S3 request of the sink
+// carries (the expected bucket owner, server-side encryption), the
+// settings of the objects it creates, and how the bucket keeps versions.
+// It holds no secret: an SSE-C key is named by where each machine finds
+// it.
+type Requests struct {
+	// ExpectedBucketOwner, when set, is the 12-digit account ID that must
+	// own Bucket: every S3 call carries it, and S3 refuses (403) calls to a
+	// bucket of another account, so a typo or a bucket name taken over by
+	// someone else never receives the data or the deletes.
+	ExpectedBucketOwner string `json:"expectedBucketOwner,omitempty"`
+	// Encryption asks for server-side encryption of every object the sink
+	// creates (files, side objects, probes, markers): EncryptionSSES3,
+	// EncryptionSSEKMS or EncryptionSSEKMSDSSE. Empty leaves it to the
+	// bucket's default encryption. KMSKeyID (an ID, ARN or alias; empty
+	// means the account's default key) and BucketKey go with SSE-KMS.
+	Encryption string `json:"encryption,omitempty"`
+	KMSKeyID   string `json:"kmsKeyID,omitempty"`
+	BucketKey  bool   `json:"bucketKey,omitempty"`
+	// SSECustomerKeyEnv or SSECustomerKeyFile name where every machine
+	// (driver and workers) finds the SSE-C key: an environment variable
+	// holding its base64, or a file holding its 32 bytes (raw or base64).
+	// The key itself never enters the pipeline graph. Every call that
+	// writes or reads data carries it. Excludes Encryption.
+	SSECustomerKeyEnv  string `json:"sseCustomerKeyEnv,omitempty"`
+	SSECustomerKeyFile string `json:"sseCustomerKeyFile,omitempty"`
+	// StorageClass, Tags, CacheControl, ContentDisposition and Metadata
+	// (user metadata, x-amz-meta-*) are set on every output file when its
+	// upload is created. A rerun judges a file by its bytes alone: a file
+	// committed with other object settings counts as committed and keeps
+	// them.
+	StorageClass       string            `json:"storageClass,omitempty"`
+	Tags               map[string]string `json:"tags,omitempty"`
+	CacheControl       string            `json:"cacheControl,omitempty"`
+	ContentDisposition string            `json:"contentDisposition,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	// VersionedBucket says the bucket keeps versions: the clean-up after
+	// each commit and the sweep then also remove the old versions and
+	// delete markers of s3once's side objects and probes (never of other
+	// keys). The preflight refuses a versioned bucket without it.
+	VersionedBucket bool `json:"versionedBucket,omitempty"`
+}
+
 // settings is a Config checked and with its defaults filled in: the one
 // source every stage's settings come from. Write builds it once, on the
 // driver; no DoFn carries all of it. The DoFns that build an S3 client carry
@@ -349,8 +367,8 @@ type settings struct {
 	Prefix        string `json:"prefix,omitempty"`
 	StagingPrefix string `json:"stagingPrefix,omitempty"`
 
-	// connection is how the client reaches S3 (client.go).
-	connection
+	// Connection is how the client reaches S3 (client.go).
+	Connection
 
 	Format      string `json:"format,omitempty"`
 	Compression string `json:"compression,omitempty"`
@@ -400,7 +418,7 @@ func (c Config) settings() (settings, error) {
 
 	s := settings{
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
-		connection: c.connection(),
+		Connection: c.Connection,
 		Format:     c.Format, Compression: c.Compression,
 		Shards: c.Shards, TargetFileBytes: c.TargetFileBytes, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
 		MaxWorkerMemory: c.MaxWorkerMemory,
@@ -435,11 +453,8 @@ func (c Config) settings() (settings, error) {
 			bad("Endpoint %q has a path: give the server's address alone, %s://%s; the bucket goes in Bucket and the folder in Prefix", s.Endpoint, u.Scheme, u.Host)
 		}
 	}
-	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
-		bad("AccessKeyID and SecretAccessKey must be set together (or both left empty for the default credential chain)")
-	}
-	if s.SessionToken != "" && s.AccessKeyID == "" {
-		bad("SessionToken needs AccessKeyID and SecretAccessKey")
+	for _, pr := range s.Credentials.problems() {
+		bad("%s", pr)
 	}
 	if s.MaxAttempts < 0 {
 		bad("MaxAttempts %d must not be negative", s.MaxAttempts)
@@ -568,7 +583,7 @@ func (c Config) settings() (settings, error) {
 func (s settings) forCommit() settings {
 	return settings{
 		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
-		connection: s.connection,
+		Connection: s.Connection,
 		Requests:   s.Requests, OutputVersion: s.OutputVersion,
 	}
 }

@@ -15,19 +15,23 @@ import (
 // TestDoFnPayloads builds a pipeline with Write and reads what each of the
 // sink's DoFns puts into the pipeline graph (the JSON Beam encodes a DoFn
 // with, as a runner receives it). Encode and Batch carry only the settings
-// they read, so no bucket, endpoint or credentials; the credentials go only
-// where an S3 client is built (the writer and the commit stage), and the
+// they read, so no bucket, endpoint or credentials' names; the names go
+// only where an S3 client is built (the writer and the commit stage), the
+// credentials themselves nowhere, and the
 // commit stage carries no format, size or checkpoint settings.
 func TestDoFnPayloads(t *testing.T) {
 	const (
-		bucket   = "graph-bucket"
-		endpoint = "http://graph-endpoint.invalid:9000"
-		keyID    = "GRAPHACCESSKEYID"
-		secret   = "graph-secret-access-key"
+		bucket    = "graph-bucket"
+		endpoint  = "http://graph-endpoint.invalid:9000"
+		keyEnv    = "GRAPH_ACCESS_KEY_ID_ENV"
+		secretEnv = "GRAPH_SECRET_ACCESS_KEY_ENV"
+		secret    = "graph-secret-access-key"
 	)
+	t.Setenv(keyEnv, "GRAPHACCESSKEYID")
+	t.Setenv(secretEnv, secret)
 	p, s := beam.NewPipelineWithRoot()
-	cfg := Config{Bucket: bucket, Prefix: "out", Endpoint: endpoint, PathStyle: true,
-		AccessKeyID: keyID, SecretAccessKey: secret, Format: "jsonl", Compression: "gzip", Shards: 3}
+	cfg := Config{Bucket: bucket, Prefix: "out", Format: "jsonl", Compression: "gzip", Shards: 3,
+		Connection: Connection{Endpoint: endpoint, PathStyle: true, Credentials: Credentials{AccessKeyIDEnv: keyEnv, SecretAccessKeyEnv: secretEnv}}}
 	if _, err := TryWrite(s, beam.Create(s, "a", "b"), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +57,14 @@ func TestDoFnPayloads(t *testing.T) {
 		payloads[name] = m
 		carriesClient := name == "writeFilesFn" || name == "finalizingWriteFilesFn" || name == "commitFn" || name == "barrierFn" ||
 			name == "windowDoneFn" || name == "windowExpiryFn" || name == "markerFn"
-		for _, v := range []string{bucket, endpoint, keyID, secret} {
+		for _, v := range []string{bucket, endpoint, keyEnv, secretEnv} {
 			if has := strings.Contains(opt, v); has != carriesClient {
 				t.Errorf("%s's payload holds %q: %v, want %v; payload %s", name, v, has, carriesClient, opt)
+			}
+		}
+		for _, v := range []string{"GRAPHACCESSKEYID", secret} {
+			if strings.Contains(opt, v) {
+				t.Errorf("%s's payload holds the credential %q: %s", name, v, opt)
 			}
 		}
 	}
@@ -94,7 +103,7 @@ func TestDoFnPayloads(t *testing.T) {
 			t.Errorf("the writer carries %s, which it does not read", k)
 		}
 	}
-	for _, k := range []string{"format", "compression", "maxFileBytes", "checkpointBytes", "secretAccessKey"} {
+	for _, k := range []string{"format", "compression", "maxFileBytes", "checkpointBytes", "credentials"} {
 		if _, ok := w[k]; !ok {
 			t.Errorf("the writer lacks %s: %v", k, w)
 		}
@@ -105,7 +114,7 @@ func TestDoFnPayloads(t *testing.T) {
 			t.Errorf("the commit stage carries %s, which it does not read", k)
 		}
 	}
-	for _, k := range []string{"bucket", "prefix", "stagingPrefix", "endpoint", "secretAccessKey"} {
+	for _, k := range []string{"bucket", "prefix", "stagingPrefix", "endpoint", "credentials"} {
 		if _, ok := c[k]; !ok {
 			t.Errorf("the commit stage lacks %s: %v", k, c)
 		}

@@ -65,13 +65,14 @@ func TestMain(m *testing.M) {
 // testConfig points a Config at the test server.
 func testConfig(bucket, prefix string) Config {
 	return Config{
-		Bucket:          bucket,
-		Prefix:          prefix,
-		Endpoint:        endpoint,
-		Region:          s3test.Region,
-		PathStyle:       true,
-		AccessKeyID:     s3test.AccessKey,
-		SecretAccessKey: s3test.SecretKey,
+		Bucket: bucket,
+		Prefix: prefix,
+		Connection: Connection{
+			Endpoint:    endpoint,
+			Region:      s3test.Region,
+			PathStyle:   true,
+			Credentials: Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv},
+		},
 	}
 }
 

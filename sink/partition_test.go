@@ -341,7 +341,7 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 	}
 
 	// The partition is complete: its manifest lists the first file only.
-	body, err := manifest.Encode([]manifest.Entry{{Key: first.Result.Key, Size: first.Result.Bytes, CRC64NVME: first.Result.CRC64NVME, Records: 1}})
+	body, err := manifest.Encode([]manifest.Entry{{Key: first.Result.Key, Size: first.Result.Bytes, CRC64NVME: first.Result.CRC64NVME, Records: first.Result.Records}})
 	if err != nil {
 		t.Fatal(err)
 	}

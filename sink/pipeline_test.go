@@ -272,7 +272,7 @@ func TestBadConfig(t *testing.T) {
 		{"checkpoint", func(c *Config) { c.CheckpointBytes = 10 }, "CheckpointBytes 10 is too small"},
 		{"part size", func(c *Config) { c.PartSize = 1 << 20 }, "PartSize"},
 		{"endpoint", func(c *Config) { c.Endpoint = "localhost:9000" }, "http:// or https://"},
-		{"half credentials", func(c *Config) { c.SecretAccessKey = "" }, "set together"},
+		{"half credentials", func(c *Config) { c.Credentials = Credentials{AccessKeyIDEnv: "SOME_KEY_ID"} }, "set together"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

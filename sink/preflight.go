@@ -144,6 +144,11 @@ func Preflight(ctx context.Context, cfg Config) error {
 		}
 	}
 	client, err := s.newClient(ctx, s3call.NewThrottle(s.ThrottleBudget))
+	if errors.Is(err, ErrCredentialsMissing) {
+		pe.Problems = append(pe.Problems, PreflightProblem{Check: "find credentials", Err: err})
+		pe.Unchecked = append(pe.Unchecked, "every S3 call (no credentials to sign it with)")
+		return pe
+	}
 	if err != nil {
 		pe.Problems = append(pe.Problems, PreflightProblem{Check: "load the AWS configuration", Err: err,
 			Hint: "check AWS_REGION, AWS_PROFILE and the shared config files"})
@@ -178,7 +183,7 @@ func findCredentials(ctx context.Context, c *s3.Client) (PreflightProblem, bool)
 		return PreflightProblem{}, true
 	case aws.IsCredentialsProvider(creds, (*ec2rolecreds.Provider)(nil)):
 		return PreflightProblem{Check: "find credentials", Err: quietError{errNoCredentials, err},
-			Hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or Config.AccessKeyID and SecretAccessKey"}, false
+			Hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or name them in Config.Credentials"}, false
 	}
 	return PreflightProblem{Check: "load credentials", Err: err,
 		Hint: "check AWS_PROFILE, the shared config and credentials files, and the SSO session (aws sso login)"}, false
@@ -196,7 +201,7 @@ func (e quietError) Unwrap() []error { return []error{e.msg, e.detail} }
 func connectionSettings(c Config) (s settings, why string) {
 	s = settings{
 		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
-		connection: c.connection(), InlineTailMax: c.InlineTailMax,
+		Connection: c.Connection, InlineTailMax: c.InlineTailMax,
 	}
 	if s.ThrottleBudget <= 0 {
 		s.ThrottleBudget = s3call.DefaultThrottleBudget
@@ -205,13 +210,13 @@ func connectionSettings(c Config) (s settings, why string) {
 	switch {
 	case checkBucket(s.Bucket) != nil:
 		return s, "the bucket name is not usable"
-	case (s.AccessKeyID == "") != (s.SecretAccessKey == ""):
-		return s, "the credentials are incomplete"
+	case len(c.Credentials.problems()) > 0:
+		return s, "the credentials are not named right"
 	case s.MaxAttempts < 0:
 		return s, "MaxAttempts is negative"
 	}
 	if s.Endpoint != "" {
-		if err := (Config{Bucket: "bucket", Endpoint: s.Endpoint}).Validate(); err != nil {
+		if err := (Config{Bucket: "bucket", Connection: Connection{Endpoint: s.Endpoint}}).Validate(); err != nil {
 			return s, "the endpoint is not usable"
 		}
 	}
@@ -541,7 +546,7 @@ func (p *prober) classify(what, bucket, key, perm string, err error) {
 		p.add("reach the S3 endpoint", ep, "", "check Config.Endpoint, that the server runs, and the network", err)
 	case code == s3call.Unauthenticated:
 		p.fatal = true
-		p.add("authenticate", "", "", "the credentials were rejected or none were found: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE (or Config.AccessKeyID and SecretAccessKey) and the clock", err)
+		p.add("authenticate", "", "", "the credentials were rejected or none were found: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE (or the variables or file Config.Credentials names) and the clock", err)
 	case code == s3call.NoSuchBucket:
 		p.fatal = true
 		p.add("find the bucket", "s3://"+bucket, "", "create the bucket, or fix the bucket name", err)

@@ -42,7 +42,7 @@ func TestPreflightNoCredentials(t *testing.T) {
 	s3test.NoCredentials(t, fmt.Sprintf("http://127.0.0.1:%d", port))
 	bucket := srv.Bucket(t)
 	cfg := testConfig(bucket, "out")
-	cfg.AccessKeyID, cfg.SecretAccessKey = "", ""
+	cfg.Credentials = Credentials{}
 	err = Preflight(preflightContext(t), cfg)
 	onlyProblem(t, err, "no AWS credentials", "AWS_ACCESS_KEY_ID")
 	checkEmpty(t, bucket)

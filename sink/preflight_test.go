@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/testkit/s3fault"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
@@ -81,10 +82,26 @@ func TestPreflightMissingBucket(t *testing.T) {
 func TestPreflightWrongCredentials(t *testing.T) {
 	bucket := srv.Bucket(t)
 	cfg := testConfig(bucket, "out")
-	cfg.SecretAccessKey = "not-the-secret"
+	t.Setenv("S3ONCE_TEST_WRONG_SECRET", "not-the-secret")
+	cfg.Credentials.SecretAccessKeyEnv = "S3ONCE_TEST_WRONG_SECRET"
 	pe := preflightError(t, Preflight(preflightContext(t), cfg))
 	if len(pe.Problems) != 1 || pe.Problems[0].Check != "authenticate" {
 		t.Errorf("want one problem about the credentials, got %+v", pe.Problems)
+	}
+	checkEmpty(t, bucket)
+}
+
+// TestPreflightCredentialsNotSet: a Config naming an environment variable
+// that is not set here fails with one problem that names the variable and
+// carries [s3once:credentials-missing], before any S3 call.
+func TestPreflightCredentialsNotSet(t *testing.T) {
+	bucket := srv.Bucket(t)
+	cfg := testConfig(bucket, "out")
+	cfg.Credentials.SecretAccessKeyEnv = "S3ONCE_TEST_NEVER_SET_SECRET"
+	pe := preflightError(t, Preflight(preflightContext(t), cfg))
+	if len(pe.Problems) != 1 || !errors.Is(pe.Problems[0].Err, ErrCredentialsMissing) ||
+		!strings.Contains(pe.Error(), "S3ONCE_TEST_NEVER_SET_SECRET") || !strings.Contains(pe.Error(), errcode.CredentialsMissing.Token()) {
+		t.Errorf("want one problem naming the variable with %s, got %v", errcode.CredentialsMissing.Token(), pe)
 	}
 	checkEmpty(t, bucket)
 }
@@ -134,9 +151,10 @@ func TestPreflightUnusableConfig(t *testing.T) {
 	}{
 		{Config{Bucket: ""}, "bucket name"},
 		{Config{Bucket: "ab"}, "bucket name"},
-		{Config{Bucket: "bucket", Endpoint: "ftp://x"}, "endpoint"},
+		{Config{Bucket: "bucket", Connection: Connection{Endpoint: "ftp://x"}}, "endpoint"},
 		{Config{Bucket: "bucket", Prefix: "/abs"}, "prefixes"},
-		{Config{Bucket: "bucket", AccessKeyID: "only-half"}, "credentials"},
+		{Config{Bucket: "bucket", Connection: Connection{Credentials: Credentials{AccessKeyIDEnv: "ONLY_HALF"}}}, "credentials"},
+		{Config{Bucket: "bucket", Connection: Connection{Credentials: Credentials{AccessKeyIDEnv: "AKIAABCDEFGHIJKLMNOP", SecretAccessKeyEnv: "S"}}}, "credentials"},
 	} {
 		pe := preflightError(t, Preflight(preflightContext(t), tc.cfg))
 		if len(pe.Problems) != 1 || !errors.Is(pe.Problems[0].Err, ErrInvalidConfig) || len(pe.Unchecked) != 1 {

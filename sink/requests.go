@@ -23,38 +23,16 @@ const (
 // sink carries (see internal/s3req). It holds no secret: an SSE-C key is
 // named by where each machine finds it, never by its value.
 type requestSettings struct {
-	ExpectedBucketOwner string `json:"expectedBucketOwner,omitempty"`
-	Encryption          string `json:"encryption,omitempty"`
-	KMSKeyID            string `json:"kmsKeyID,omitempty"`
-	BucketKey           bool   `json:"bucketKey,omitempty"`
-	SSECustomerKeyEnv   string `json:"sseCustomerKeyEnv,omitempty"`
-	SSECustomerKeyFile  string `json:"sseCustomerKeyFile,omitempty"`
-
-	StorageClass       string            `json:"storageClass,omitempty"`
-	Tags               map[string]string `json:"tags,omitempty"`
-	CacheControl       string            `json:"cacheControl,omitempty"`
-	ContentDisposition string            `json:"contentDisposition,omitempty"`
-	Metadata           map[string]string `json:"metadata,omitempty"`
-
-	// VersionedBucket is not a header: it tells the committer to remove old
-	// versions of s3once's staging keys (committer.Options.Versioned).
-	VersionedBucket bool `json:"versionedBucket,omitempty"`
-	// CompletionMarker is not a header either: see completion_marker.go.
+	Requests
+	// CompletionMarker is not a header: see completion_marker.go.
 	CompletionMarker string `json:"completionMarker,omitempty"`
 }
 
 // requestSettings takes c's request settings and checks what can be checked
 // without the SSE-C key (which lives on the workers).
 func (c Config) requestSettings() (requestSettings, []string) {
-	r := requestSettings{
-		ExpectedBucketOwner: c.ExpectedBucketOwner,
-		Encryption:          c.Encryption, KMSKeyID: c.KMSKeyID, BucketKey: c.BucketKey,
-		SSECustomerKeyEnv: c.SSECustomerKeyEnv, SSECustomerKeyFile: c.SSECustomerKeyFile,
-		StorageClass: c.StorageClass, Tags: maps.Clone(c.Tags),
-		CacheControl: c.CacheControl, ContentDisposition: c.ContentDisposition,
-		Metadata:        maps.Clone(c.Metadata),
-		VersionedBucket: c.VersionedBucket, CompletionMarker: c.CompletionMarker,
-	}
+	r := requestSettings{Requests: c.Requests, CompletionMarker: c.CompletionMarker}
+	r.Tags, r.Metadata = maps.Clone(c.Tags), maps.Clone(c.Metadata)
 	var problems []string
 	req := r.withoutKey()
 	if r.SSECustomerKeyEnv != "" && r.SSECustomerKeyFile != "" {

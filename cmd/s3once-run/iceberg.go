@@ -37,11 +37,15 @@ func openIceberg(ctx context.Context, endpoint, data, bucket string, o options) 
 		CatalogProperties: map[string]string{
 			"type": "sql", "uri": "file:" + filepath.Join(data, "iceberg-catalog.db"),
 			"sql.driver": "sqlite", "sql.dialect": "sqlite",
-			"warehouse":                 "s3://" + bucket + "/lake",
-			icebergio.S3EndpointURL:     endpoint,
-			icebergio.S3Region:          localserver.Region,
-			icebergio.S3AccessKeyID:     localserver.AccessKey,
-			icebergio.S3SecretAccessKey: localserver.SecretKey,
+			"warehouse":             "s3://" + bucket + "/lake",
+			icebergio.S3EndpointURL: endpoint,
+			icebergio.S3Region:      localserver.Region,
+		},
+		// The credentials by the variables run exported, as a pipeline's
+		// workers read them.
+		CatalogSecretsEnv: map[string]string{
+			icebergio.S3AccessKeyID:     localserver.AccessKeyEnv,
+			icebergio.S3SecretAccessKey: localserver.SecretKeyEnv,
 		},
 		Table: "lake.corpus_by_topic", RunID: st.runID, Record: reflect.TypeFor[corpus.Doc](),
 		// The corpus's destinations are "topic=<topic>": the table is

@@ -161,6 +161,11 @@ func run(o options, out, errOut io.Writer) int {
 		os.Exit(130)
 	})
 
+	// The pipeline's Config names the server's credentials by these
+	// variables; the embedded runner's workers read them here.
+	if err := localserver.Export(); err != nil {
+		return fail("%v", err)
+	}
 	client := srv.Client(localserver.ClientOptions{MaxAttempts: 3})
 	if err := ensureBucket(ctx, client, o.bucket); err != nil {
 		return fail("%v", err)
@@ -176,8 +181,8 @@ func run(o options, out, errOut io.Writer) int {
 	}
 	cfg := sink.Config{
 		Bucket: o.bucket, Prefix: o.prefix,
-		Endpoint: srv.Endpoint(), Region: localserver.Region, PathStyle: true,
-		AccessKeyID: localserver.AccessKey, SecretAccessKey: localserver.SecretKey,
+		Connection: sink.Connection{Endpoint: srv.Endpoint(), Region: localserver.Region, PathStyle: true,
+			Credentials: sink.Credentials{AccessKeyIDEnv: localserver.AccessKeyEnv, SecretAccessKeyEnv: localserver.SecretKeyEnv}},
 		Format: "jsonl", Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
 	}
 	what := "gzip JSON Lines"

@@ -44,6 +44,23 @@ const (
 	Region    = "us-east-1"
 )
 
+// The environment variables Export sets, which a sink.Config's Credentials
+// names to reach these servers: the pipeline graph then carries their
+// names, never the keys.
+const (
+	AccessKeyEnv = "S3ONCE_LOCAL_ACCESS_KEY_ID"
+	SecretKeyEnv = "S3ONCE_LOCAL_SECRET_ACCESS_KEY"
+)
+
+// Export sets AccessKeyEnv and SecretKeyEnv in this process's environment,
+// which its children (worker processes among them) inherit.
+func Export() error {
+	if err := os.Setenv(AccessKeyEnv, AccessKey); err != nil {
+		return err
+	}
+	return os.Setenv(SecretKeyEnv, SecretKey)
+}
+
 // Kind names an S3 server implementation.
 type Kind string
 

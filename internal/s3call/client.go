@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 )
@@ -33,9 +32,12 @@ type ClientOptions struct {
 	PathStyle bool
 	// Profile is a shared-config profile; empty for the chain's default.
 	Profile string
-	// AccessKeyID, SecretAccessKey and SessionToken, when AccessKeyID is
-	// set, replace the chain's credentials.
-	AccessKeyID, SecretAccessKey, SessionToken string
+	// CredentialsFile, when set, is the one shared-credentials file the
+	// chain reads (with Profile's section).
+	CredentialsFile string
+	// Credentials, when set, replaces the chain's credentials. The
+	// options hold a provider, never the secret itself.
+	Credentials aws.CredentialsProvider
 	// MaxAttempts is the SDK retryer's budget per call; zero keeps the
 	// SDK's default.
 	MaxAttempts int
@@ -84,9 +86,11 @@ func LoadConfig(ctx context.Context, o ClientOptions) (aws.Config, error) {
 	if o.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(o.Profile))
 	}
-	if o.AccessKeyID != "" {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, o.SessionToken)))
+	if o.CredentialsFile != "" {
+		opts = append(opts, config.WithSharedCredentialsFiles([]string{o.CredentialsFile}))
+	}
+	if o.Credentials != nil {
+		opts = append(opts, config.WithCredentialsProvider(o.Credentials))
 	}
 	logTo := o.LogTo
 	if logTo == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/s3call"
@@ -64,7 +65,7 @@ func afterOutage(t *testing.T) (failed int, first error) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	c, err := s3call.NewClient(context.Background(), s3call.ClientOptions{
 		Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, MaxAttempts: 3,
+		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""), MaxAttempts: 3,
 		Options: []func(*s3.Options){func(so *s3.Options) {
 			so.HTTPClient = &http.Client{Transport: o}
 			// The retryer's own, quota and all; only its waits are cut

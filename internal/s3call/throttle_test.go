@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/errcode"
@@ -39,7 +40,7 @@ func newThrottled(t *testing.T, budget time.Duration, o slowdown.Options) thrott
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	c, err := s3call.NewClient(context.Background(), s3call.ClientOptions{
 		Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 		Throttle: th,
 		Options: []func(*s3.Options){func(o *s3.Options) {
 			o.HTTPClient = &http.Client{Transport: inj.Transport(nil)}

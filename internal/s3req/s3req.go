@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"reflect"
@@ -107,6 +110,15 @@ func (k CustomerKey) String() string {
 
 // GoString never shows the key either (%#v).
 func (k CustomerKey) GoString() string { return k.String() }
+
+// Format never shows the key, whatever the verb (%x, %d, %+v).
+func (k CustomerKey) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, k.String()) }
+
+// LogValue never shows the key in a structured log line.
+func (k CustomerKey) LogValue() slog.Value { return slog.StringValue(k.String()) }
+
+// MarshalJSON never shows the key.
+func (k CustomerKey) MarshalJSON() ([]byte, error) { return json.Marshal(k.String()) }
 
 // LoadCustomerKey reads an SSE-C key on the machine that runs the code,
 // never from the pipeline graph: from the environment variable named env

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,11 +275,21 @@ func TestCustomerKeyNeverPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := s3req.Settings{CustomerKey: k}
-	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
-		out := fmt.Sprintf(f, s)
-		if strings.Contains(out, string(raw)) || strings.Contains(out, base64.StdEncoding.EncodeToString(raw)) {
-			t.Errorf("%s shows the key: %s", f, out)
+	b64 := base64.StdEncoding.EncodeToString(raw)
+	shows := func(out string) bool {
+		return strings.Contains(out, string(raw)) || strings.Contains(out, b64) || strings.Contains(out, fmt.Sprintf("%x", b64))
+	}
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q", "%d"} {
+		for _, v := range []any{s, k, &k} {
+			if out := fmt.Sprintf(f, v); shows(out) {
+				t.Errorf("%s of %T shows the key: %s", f, v, out)
+			}
 		}
+	}
+	var log bytes.Buffer
+	slog.New(slog.NewJSONHandler(&log, nil)).Info("settings", "key", k, "settings", s)
+	if j, err := json.Marshal(s); err != nil || shows(string(j)) || shows(log.String()) {
+		t.Errorf("JSON or a log line shows the key: %s %v; %s", j, err, log.String())
 	}
 }
 

@@ -34,7 +34,7 @@ func main() {
 	flag.Parse()
 	beam.Init()
 	cfg := sink.Config{Bucket: *bucket, Prefix: *prefix, Format: "text", Compression: "gzip",
-		Endpoint: *endpoint, PathStyle: *endpoint != ""}
+		Connection: sink.Connection{Endpoint: *endpoint, PathStyle: *endpoint != ""}}
 	ctx := context.Background()
 	if err := sink.Preflight(ctx, cfg); err != nil {
 		program.Exit(err) // nothing was written

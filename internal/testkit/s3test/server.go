@@ -74,6 +74,20 @@ const (
 	Region    = localserver.Region
 )
 
+// The environment variables that hold the test servers' credentials, set
+// in every test process that imports this package, for a sink.Config's
+// Credentials to name.
+const (
+	AccessKeyEnv = localserver.AccessKeyEnv
+	SecretKeyEnv = localserver.SecretKeyEnv
+)
+
+func init() {
+	if err := localserver.Export(); err != nil {
+		panic(err)
+	}
+}
+
 // Kind names an S3 server implementation.
 type Kind = localserver.Kind
 

@@ -607,10 +607,8 @@ func (s *sequence) run(r runSpec) error {
 // through its proxy.
 func (e *env) sinkConfig(c settings) sink.Config {
 	return sink.Config{
-		Bucket: e.bucket, Prefix: prefix,
-		Endpoint: e.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
-		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
-		Destination:     firstLetter,
+		Bucket: e.bucket, Prefix: prefix, Connection: sink.Connection{Endpoint: e.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
+			Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Destination: firstLetter,
 		Format:          c.Format,
 		Compression:     c.Compression,
 		Shards:          c.Shards,
