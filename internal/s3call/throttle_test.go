@@ -41,7 +41,7 @@ func newThrottled(t *testing.T, budget time.Duration, o slowdown.Options) thrott
 	c, err := s3call.NewClient(context.Background(), s3call.ClientOptions{
 		Endpoint: srv.Endpoint(), Region: s3test.Region, PathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
-		Throttle: th,
+		Throttle:    th,
 		Options: []func(*s3.Options){func(o *s3.Options) {
 			o.HTTPClient = &http.Client{Transport: inj.Transport(nil)}
 		}},
