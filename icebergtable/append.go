@@ -150,9 +150,15 @@ type appendFn struct {
 	tbl *Table
 }
 
+// withS3 is ctx carrying the sink's S3 settings, as the stage's metadata
+// writes take them (WithS3).
+func (f *appendFn) withS3(ctx context.Context) (context.Context, error) {
+	return WithS3(ctx, sink.Config{Connection: f.Connection, Requests: f.Requests})
+}
+
 func (f *appendFn) Setup(ctx context.Context) error {
 	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, CatalogSecretsEnv: f.CatalogSecretsEnv, Table: f.Table}
-	ctx, err := WithS3(ctx, sink.Config{Connection: f.Connection, Requests: f.Requests})
+	ctx, err := f.withS3(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ import (
 // region, credentials (Config.Credentials, read where this runs) and
 // MaxAttempts on top, and c's request
 // settings (expected bucket owner, server-side encryption, SSE-C key,
-// object settings) on every call as middleware; the sink's retryer (no
+// object settings, on every PutObject as on every multipart upload) on
+// every call as middleware; the sink's retryer (no
 // retry quota), its shared backoff for throttled calls, and a bound of
 // each HTTP attempt (s3call.BaseCallTimeout, 30 s), since no Policy wraps
 // those calls. The endpoint and
@@ -32,6 +33,9 @@ func (c Config) AWSConfig(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, err
 	}
+	// The other client's objects are output as a whole (a table's
+	// metadata files), written with PutObject as well as multipart.
+	req.ObjectsOnPut = true
 	// LoadConfig takes the region, credentials and MaxAttempts of the
 	// options; the endpoint and addressing are the other client's.
 	o, err := c.Connection.clientOptions(nil)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"reflect"
@@ -76,6 +77,11 @@ type Settings struct {
 	CacheControl       string
 	ContentDisposition string
 	Metadata           map[string]string
+	// ObjectsOnPut applies the object settings to every PutObject too: for
+	// a client whose whole objects are output (an Iceberg table's
+	// metadata), not the sink's, whose PutObjects are its own small
+	// objects (markers, manifests, side objects, probes).
+	ObjectsOnPut bool
 }
 
 // CustomerKey is an SSE-C key in the form S3 takes it (base64 of the key and
@@ -308,21 +314,13 @@ func (s Settings) applyTo(params any, tagging string) any {
 	case *s3.CreateMultipartUploadInput:
 		s.encrypt(&in.ServerSideEncryption, &in.SSEKMSKeyId, &in.BucketKeyEnabled)
 		s.customer(&in.SSECustomerAlgorithm, &in.SSECustomerKey, &in.SSECustomerKeyMD5)
-		if in.StorageClass == "" && s.StorageClass != "" {
-			in.StorageClass = types.StorageClass(s.StorageClass)
-		}
-		setString(&in.Tagging, tagging)
-		setString(&in.CacheControl, s.CacheControl)
-		setString(&in.ContentDisposition, s.ContentDisposition)
-		if in.Metadata == nil && len(s.Metadata) > 0 {
-			in.Metadata = make(map[string]string, len(s.Metadata))
-			for k, v := range s.Metadata {
-				in.Metadata[k] = v
-			}
-		}
+		s.objects(&in.StorageClass, &in.Tagging, &in.CacheControl, &in.ContentDisposition, &in.Metadata, tagging)
 	case *s3.PutObjectInput:
 		s.encrypt(&in.ServerSideEncryption, &in.SSEKMSKeyId, &in.BucketKeyEnabled)
 		s.customer(&in.SSECustomerAlgorithm, &in.SSECustomerKey, &in.SSECustomerKeyMD5)
+		if s.ObjectsOnPut {
+			s.objects(&in.StorageClass, &in.Tagging, &in.CacheControl, &in.ContentDisposition, &in.Metadata, tagging)
+		}
 	case *s3.UploadPartInput:
 		s.customer(&in.SSECustomerAlgorithm, &in.SSECustomerKey, &in.SSECustomerKeyMD5)
 	case *s3.CompleteMultipartUploadInput:
@@ -335,6 +333,19 @@ func (s Settings) applyTo(params any, tagging string) any {
 		s.customer(&in.SSECustomerAlgorithm, &in.SSECustomerKey, &in.SSECustomerKeyMD5)
 	}
 	return out
+}
+
+// objects fills in the object settings where the caller left them unset.
+func (s Settings) objects(class *types.StorageClass, tags, cache, disposition **string, meta *map[string]string, tagging string) {
+	if *class == "" && s.StorageClass != "" {
+		*class = types.StorageClass(s.StorageClass)
+	}
+	setString(tags, tagging)
+	setString(cache, s.CacheControl)
+	setString(disposition, s.ContentDisposition)
+	if len(*meta) == 0 && len(s.Metadata) > 0 {
+		*meta = maps.Clone(s.Metadata)
+	}
 }
 
 func (s Settings) encrypt(sse *types.ServerSideEncryption, keyID **string, bucketKey **bool) {
