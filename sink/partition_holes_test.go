@@ -163,13 +163,7 @@ func TestLegacyFolderOtherCodecRefused(t *testing.T) {
 	c := testClient()
 	in := words(400, 43)
 	v1 := func(cfg *Config) { cfg.OutputVersion = 1 }
-	if _, err := partitionRun(t, bucket, "old", in, v1); err != nil {
-		t.Fatal(err)
-	}
-	// An earlier release wrote no marker.
-	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(ownkeys.SettingsKey("old"))}); err != nil {
-		t.Fatal(err)
-	}
+	earlierRelease(t, c, bucket, "old", in, v1)
 	before := everything(t, c, bucket, "old")
 	_, err := partitionRun(t, bucket, "old", in, func(cfg *Config) { v1(cfg); cfg.Compression = "gzip" })
 	checkRefusedPartition(t, err, ".txt")
@@ -227,12 +221,7 @@ func TestVersionOneNeedsTheBarrier(t *testing.T) {
 	c := testClient()
 	in := lettered(0, 120)
 	v1 := func(cfg *Config) { cfg.OutputVersion, cfg.Shards, cfg.MaxFileRecords = 1, 1, 50 }
-	if _, err := partitionRun(t, bucket, "old", in, v1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(ownkeys.SettingsKey("old"))}); err != nil {
-		t.Fatal(err)
-	}
+	earlierRelease(t, c, bucket, "old", in, v1)
 	before := everything(t, c, bucket, "old")
 
 	cfg := testConfig(bucket, "old")
@@ -256,6 +245,18 @@ func TestVersionOneNeedsTheBarrier(t *testing.T) {
 	}
 	if after := everything(t, c, bucket, "old"); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Errorf("the run refused by the barrier changed the folder: %v", keysOf(after))
+	}
+}
+
+// earlierRelease writes in into an output-version-1 folder at prefix and
+// deletes its settings marker, as an earlier release left none.
+func earlierRelease(t *testing.T, c *s3.Client, bucket, prefix string, in []string, v1 func(*Config)) {
+	t.Helper()
+	if _, err := partitionRun(t, bucket, prefix, in, v1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(ownkeys.SettingsKey(prefix))}); err != nil {
+		t.Fatal(err)
 	}
 }
 
