@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -88,7 +89,7 @@ func (c Config) LoadCatalog(ctx context.Context) (catalog.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(ctx, c.CatalogName, props)
+	cat, err := catalog.Load(ctx, c.CatalogName, iceberg.Properties(sqliteDefaults(props)))
 	if err != nil {
 		return nil, fmt.Errorf("s3once iceberg: load the catalog %q: %w", c.CatalogName, err)
 	}

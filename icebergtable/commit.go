@@ -301,12 +301,16 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 		// of such a round is retried from a reload, whose ancestry walk
 		// finds the run if the commit landed after all. Its staged files
 		// stay unless the catalog refused it outright.
-		if err != nil && (refused || remembered) && round < maxCommitRounds {
+		// A round whose catalog was busy or unreachable (transient) is
+		// retried from a reload too, after a back-off: if the commit was
+		// applied before the error came back, the reload finds the run.
+		busy := !refused && transient(err)
+		if err != nil && (refused || remembered || busy) && round < maxCommitRounds {
 			// A refused round that started from a reload lost to a writer
 			// committing right now: back off. One that started from the
 			// remembered table lost to a commit made at any time since
 			// this Table's last one: reload at once.
-			if !remembered {
+			if !remembered || busy {
 				if err := sleep(ctx, backoff+rand.N(backoff)); err != nil {
 					return Result{}, err
 				}
