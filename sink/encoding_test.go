@@ -329,15 +329,16 @@ func TestRestrictionRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A damaged restriction is reported as one, not as an invalid token.
 	for i := range good {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x40
-		if _, err := decodeRestriction(bad); !errors.Is(err, errRestrictionEncoding) {
+		if _, err := decodeRestriction(bad); !errors.Is(err, errRestrictionEncoding) || errors.Is(err, recoverable.ErrInvalidToken) {
 			t.Fatalf("flipping byte %d: %v", i, err)
 		}
 	}
 	for n := range good {
-		if _, err := decodeRestriction(good[:n]); !errors.Is(err, errRestrictionEncoding) {
+		if _, err := decodeRestriction(good[:n]); !errors.Is(err, errRestrictionEncoding) || errors.Is(err, recoverable.ErrInvalidToken) {
 			t.Fatalf("cut at %d: %v", n, err)
 		}
 	}
@@ -358,18 +359,19 @@ func TestBatchRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A damaged batch is reported as one, not as an invalid token.
 	for i := range good {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x01
 		for _, decode := range []func([]byte) (batch, error){decodeBatch, decodeHeldBatch} {
-			if _, err := decode(bad); !errors.Is(err, errBatchEncoding) {
+			if _, err := decode(bad); !errors.Is(err, errBatchEncoding) || errors.Is(err, recoverable.ErrInvalidToken) {
 				t.Fatalf("flipping byte %d: %v", i, err)
 			}
 		}
 	}
 	for n := range good {
 		for _, decode := range []func([]byte) (batch, error){decodeBatch, decodeHeldBatch} {
-			if _, err := decode(good[:n]); !errors.Is(err, errBatchEncoding) {
+			if _, err := decode(good[:n]); !errors.Is(err, errBatchEncoding) || errors.Is(err, recoverable.ErrInvalidToken) {
 				t.Fatalf("cut at %d: %v", n, err)
 			}
 		}
