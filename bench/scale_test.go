@@ -272,9 +272,8 @@ const (
 // batches.
 var emitsElement = []string{
 	ownPrefix + "sink.(*encodeFn).",
-	ownPrefix + "sink.(*packer).",
-	ownPrefix + "sink.newPack",
-	ownPrefix + "sink.appendRecord",
+	ownPrefix + "internal/pack.(*Packer[",
+	ownPrefix + "internal/pack.Of",
 	ownPrefix + "sink.encodeBatch",
 	ownPrefix + "sink.(*batchEmitter).",
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/s3once/s3once/internal/frame"
+	"github.com/s3once/s3once/internal/pack"
 )
 
 // batch is the writer's element: records of one shard of one destination,
@@ -200,8 +201,8 @@ func (f *batchFn) ProcessElement(ctx context.Context, pane beam.PaneInfo, w beam
 		return fmt.Errorf("s3once sink: destination %q, shard %d: %w", dest, shard, err)
 	}
 	head := batch{Destination: dest, Window: win, Pane: pane.Index, Shard: shard, Shards: shards, SubBatches: 1}
-	u := unpacker{packs: packs}
-	return gather(ctx, workerMemory, head, f.MaxBatchBytes, u.next, u.failed, emit)
+	u := pack.NewReader(packs)
+	return gather(ctx, workerMemory, head, f.MaxBatchBytes, u.Next, u.Err, emit)
 }
 
 // parseKey reads a group's key: its shard, the shard count and the

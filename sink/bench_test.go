@@ -75,34 +75,6 @@ func BenchmarkBatchEncoding(b *testing.B) {
 	}
 }
 
-// BenchmarkSealPack seals 1 MiB packs as Encode hands them over and reads
-// them back as Batch does: records that compress (numbered CSV rows) and
-// records that do not (random bytes, which sealPack leaves as they are
-// after one attempt). Its bytes/s are the records'.
-func BenchmarkSealPack(b *testing.B) {
-	for name, rec := range benchRecordShapes(5) {
-		b.Run(name, func(b *testing.B) {
-			p := newPack(packBytes)
-			for i := 0; len(p) < packBytes; i++ {
-				p = appendRecord(p, rec(i))
-			}
-			b.SetBytes(int64(len(p) - 1))
-			var sealed []byte
-			for b.Loop() {
-				sealed = sealPack(p)
-				u := unpacker{packs: onePack(sealed)}
-				var r []byte
-				for u.next(&r) {
-				}
-				if err := u.failed(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(sealed))/float64(len(p)), "sealed/raw")
-		})
-	}
-}
-
 // BenchmarkBatchCodec prices what a batch costs to cross to the writer: the
 // encoding Batch hands the runner and the writer's decoding of it (held,
 // then its records), for a 16 MiB batch of records that compress and of

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"reflect"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+
+	"github.com/s3once/s3once/internal/pack"
 )
 
 // Destination function shapes (see Config.Destination).
@@ -73,13 +74,13 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 
 // encodeFn formats each element as a record and keys it by its shard:
 // KV<shard key, pack>, where a pack holds one or more records of that key
-// (see pack.go). Formatting happens here so that later stages only move
-// bytes, and the shard is a hash of the record's bytes, so that equal inputs
-// shard equally.
+// (package internal/pack). Formatting happens here so that later stages
+// only move bytes, and the shard is a hash of the record's bytes, so that
+// equal inputs shard equally.
 //
 // Input in the global window with the default trigger (all bounded input
 // that is not windowed or triggered) is packed: the records of a bundle gather
-// per shard key into packs of up to packBytes, emitted when full or at the end
+// per shard key into packs of up to 1 MiB, emitted when full or at the end
 // of the bundle, so that the runner shuffles a few large elements instead of
 // one small element per record. That is where a runner spends most of the
 // time of a pipeline that writes small records. A pack carries the earliest
@@ -107,16 +108,16 @@ type encodeFn struct {
 	shards *sharder
 	dest   reflectx.Func
 	buf    []byte
-	packs  packer
+	packs  pack.Packer[beam.EventTime]
 	// received counts the bundle's records, for records_received.
 	received int64
 }
 
 // newEncodeFn makes the Encode stage's DoFn from the settings, for a
-// Destination function of shape kind (dest is nil for none); pack says whether
-// records are packed per bundle (see packable).
-func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, pack bool) *encodeFn {
-	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: pack,
+// Destination function of shape kind (dest is nil for none); packed says
+// whether records are packed per bundle (see packable).
+func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, packed bool) *encodeFn {
+	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: packed,
 		OutputVersion: s.OutputVersion}
 }
 
@@ -154,10 +155,10 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 	key := shardKey(f.shards.shard(f.buf), dest)
 	f.received++
 	if !f.Pack {
-		emit(ts, key, appendRecord(newPack(len(f.buf)+binary.MaxVarintLen64), f.buf))
+		emit(ts, key, pack.Of(f.buf))
 		return nil
 	}
-	f.packs.add(key, ts, f.buf, emit)
+	f.packs.Add(key, ts, f.buf, emit)
 	return nil
 }
 
@@ -165,7 +166,7 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 // window, where Beam puts what FinishBundle emits), and counts the bundle's
 // records once, not per record.
 func (f *encodeFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, []byte, []byte)) {
-	f.packs.flush(emit)
+	f.packs.Flush(emit)
 	metricReceived.Inc(ctx, f.received)
 	f.received = 0
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,13 +19,13 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/minio/crc64nvme"
+
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/internal/frame"
+	"github.com/s3once/s3once/internal/testkit/golden"
 	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/recoverable"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fixtureToken is a resume token as a writer makes one: one full part and an
 // inline tail.
@@ -90,28 +89,6 @@ func batchChunkKinds(t *testing.T, enc []byte) []byte {
 	return kinds
 }
 
-// golden compares enc with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, enc []byte) []byte {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, enc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(enc, want) {
-		t.Fatalf("encoding differs from %s: a change of the format needs a new version", path)
-	}
-	return want
-}
-
 func TestRestrictionGolden(t *testing.T) {
 	cases := map[string]restriction{
 		"restriction_v1_fresh.bin":     {Start: 0, End: 1500, FileIndex: 0},
@@ -125,7 +102,7 @@ func TestRestrictionGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := decodeRestriction(golden(t, name, enc))
+			got, err := decodeRestriction(golden.File(t, name, enc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +133,7 @@ func TestBatchGolden(t *testing.T) {
 					t.Fatalf("version 4 takes %d bytes, version 3 %d: the records did not compress", len(enc), len(plain))
 				}
 			}
-			got, err := decodeBatch(golden(t, name, enc))
+			got, err := decodeBatch(golden.File(t, name, enc))
 			if err != nil {
 				t.Fatal(err)
 			}

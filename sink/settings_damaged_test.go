@@ -18,6 +18,7 @@ import (
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/settingsmarker"
+	"github.com/s3once/s3once/internal/testkit/golden"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
@@ -55,7 +56,7 @@ func TestSettingsMarkerPerPair(t *testing.T) {
 					fp[i].Value = v
 				}
 			}
-			golden(t, filepath.Join("..", "..", "internal", "settingsmarker", "testdata", "pairs", p.format+"-"+p.compression+".txt"), encodeFingerprint(fp))
+			golden.File(t, filepath.Join("..", "..", "internal", "settingsmarker", "testdata", "pairs", p.format+"-"+p.compression+".txt"), encodeFingerprint(fp))
 			// Every setting the table names is written, with a value
 			// where it asks for one.
 			for _, r := range settingsmarker.Required(p.format, st.Compression) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/errcode"
+	"github.com/s3once/s3once/internal/testkit/golden"
 )
 
 // goldenFingerprint is a marker's content as a build with known library
@@ -49,7 +50,7 @@ func TestSettingsMarkerGolden(t *testing.T) {
 	for name, fp := range goldenFingerprints() {
 		t.Run(name, func(t *testing.T) {
 			enc := encodeFingerprint(fp)
-			want := golden(t, name, enc)
+			want := golden.File(t, name, enc)
 			got, err := decodeFingerprint(want)
 			if err != nil {
 				t.Fatal(err)
