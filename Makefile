@@ -83,8 +83,8 @@ test: tools vet
 # `make test` already runs their seed corpora as ordinary tests.
 FUZZTIME ?= 30s
 FUZZ := coder:FuzzDecodeResume coder:FuzzDecodeCommit coder:FuzzUnframe \
-	sink:FuzzDecodeRestriction sink:FuzzDecodeBatch sink:FuzzDecodeSettings sink:FuzzBoundFooterStats \
-	internal/pack:FuzzUnpack \
+	sink:FuzzDecodeRestriction sink:FuzzDecodeSettings sink:FuzzBoundFooterStats \
+	internal/pack:FuzzUnpack internal/batchwire:FuzzDecode \
 	internal/ownkeys:FuzzKeys internal/ownkeys:FuzzPartitionKeys \
 	internal/manifest:FuzzDecodeManifest internal/manifest:FuzzEncodeManifest \
 	internal/settingsmarker:FuzzDecodeSettingsMarker \

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/s3once/s3once/recoverable"
@@ -40,7 +37,7 @@ import (
 //     self-checkpoint before its first record) and asks to be resumed
 //     later: the runner holds the batch meanwhile, not the worker. A batch
 //     decoded from the runner's bytes keeps its records encoded until the
-//     reservation succeeds (encodedRecords), so a batch given back cost
+//     reservation succeeds (batch.held), so a batch given back cost
 //     the sink no allocation and goes back as the bytes it came in.
 //
 // Waiters are served in order, and a reservation without waiting fails
@@ -292,47 +289,4 @@ func (m *memBudget) hold(n int64) {
 	defer m.mu.Unlock()
 	m.take(n)
 	m.pinned += n
-}
-
-// batchEmitter is the Batch stage's emitter. The SDK's generated emitter
-// (register.Emitter1) keeps the element it last emitted in a field that it
-// reuses, so a DoFn instance that the runner keeps for later bundles holds
-// its last batch (its records, up to MaxBatchBytes) after its
-// reservation ended, and a worker with many instances holds many. This one
-// passes each element on in a value of its own, and once the stage has
-// taken it lets go of its records (handedOver): the restriction invokers
-// of the splittable writer that follows keep their last element until the
-// bundle ends, and a bundle of many groups would otherwise hold the last
-// batch while it gathers the next.
-type batchEmitter struct {
-	n   exec.ElementProcessor
-	est *sdf.WatermarkEstimator
-	ctx context.Context
-	pn  typex.PaneInfo
-	ws  []typex.Window
-	et  typex.EventTime
-}
-
-func newBatchEmitter(n exec.ElementProcessor) exec.ReusableEmitter { return &batchEmitter{n: n} }
-
-func (e *batchEmitter) Init(ctx context.Context, pn typex.PaneInfo, ws []typex.Window, et typex.EventTime) error {
-	e.ctx, e.pn, e.ws, e.et = ctx, pn, ws, et
-	return nil
-}
-
-func (e *batchEmitter) AttachEstimator(est *sdf.WatermarkEstimator) { e.est = est }
-
-func (e *batchEmitter) Value() any { return e.invoke }
-
-func (e *batchEmitter) invoke(b batch) {
-	if e.est != nil {
-		(*e.est).(sdf.TimestampObservingEstimator).ObserveTimestamp(e.et.ToTime())
-	}
-	b = b.emitted()
-	defer b.encoded.handedOver()
-	if err := e.n.ProcessElement(e.ctx, &exec.FullValue{Pane: e.pn, Windows: e.ws, Timestamp: e.et, Elm: b}); err != nil {
-		// As the SDK's emitters do: the DoFn's invoker turns it into
-		// the bundle's error.
-		panic(err)
-	}
 }

@@ -24,7 +24,7 @@ const shardSeed uint64 = 0x73336f6e63652d32 // "s3once-2"
 //     multiply-shift (the high word of hash times Shards), which has a bias
 //     of at most Shards/2^64. XXH64 is specified byte for byte, so a record
 //     lands in the same shard in every process, build and machine. It
-//     shares nothing with the sub-batch hash (subBatchHash: a salted FNV-1a
+//     shares nothing with the sub-batch hash (spill.Hash: a salted FNV-1a
 //     through the MurmurHash3 finaliser), so a shard's records still spread
 //     over every sub-batch.
 //

@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/spill"
 )
 
 // balanceRecords is how many records each shape of the balance tests has.
@@ -198,13 +200,13 @@ func TestShardSplitsIntoSubBatches(t *testing.T) {
 					total += int64(len(r))
 				}
 			}
-			buckets := make([]int, maxSubBatches)
+			buckets := make([]int, spill.Buckets)
 			for _, r := range recs {
-				buckets[subBatchHash(r)]++
+				buckets[spill.Hash(r)]++
 			}
 			// Within six standard deviations of the even share, as a
 			// random spread would be.
-			even := float64(len(recs)) / maxSubBatches
+			even := float64(len(recs)) / spill.Buckets
 			dev := 6 * math.Sqrt(even)
 			if lo, hi := slices.Min(buckets), slices.Max(buckets); lo == 0 || float64(lo) < even-dev || float64(hi) > even+dev {
 				t.Errorf("%s, shard 1 of %d: %d records spread over spill buckets from %d to %d (even %.0f)", sh.name, shards, len(recs), lo, hi, even)

@@ -216,7 +216,7 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	// they do not fit, the batch goes back to the runner as it is (a
 	// checkpoint before its next record) to be resumed later; a batch from
 	// the runner's bytes goes back as those bytes, its records never
-	// decoded here (encodedRecords).
+	// decoded here (batch.held).
 	mem := workerMemory.fit(ctx, f.S.writerMemory(size, count), "a batch")
 	if !workerMemory.tryAcquire(mem) {
 		if err := armTracker(rt, rest); err != nil {

@@ -239,7 +239,7 @@ func TestSealPack(t *testing.T) {
 	kept := map[string][]byte{
 		"under compressMin": goldenPack(),
 		"over compressMax":  big,
-		"random records":        appendRecord(newPack(0), random),
+		"random records":    appendRecord(newPack(0), random),
 	}
 	for name, p := range kept {
 		if out := seal(p); &out[0] != &p[0] || len(out) != len(p) {
