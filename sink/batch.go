@@ -17,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/s3once/s3once/internal/batchwire"
+	"github.com/s3once/s3once/internal/membudget"
 	"github.com/s3once/s3once/internal/pack"
 	"github.com/s3once/s3once/internal/spill"
 )
@@ -296,7 +297,7 @@ func gatherBatches(head batch, limit int64, values func(*[]byte) bool, failed fu
 // as it grows, without waiting; when the budget is short it spills and
 // lets go of its reservation. Reading a sub-batch back waits for its
 // reservation, holding none. A nil budget reserves nothing.
-func gather(ctx context.Context, budget *memBudget, head batch, limit int64, values func(*[]byte) bool, failed func() error, emit func(batch)) (err error) {
+func gather(ctx context.Context, budget *membudget.Budget, head batch, limit int64, values func(*[]byte) bool, failed func() error, emit func(batch)) (err error) {
 	var (
 		lines [][]byte
 		chunk []byte
@@ -306,7 +307,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 		held  int64 // reserved in budget
 	)
 	defer func() {
-		budget.release(held)
+		budget.Release(held)
 		if sp != nil {
 			if cerr := sp.Remove(); err == nil && cerr != nil {
 				err = head.fail("remove spill files", cerr)
@@ -322,7 +323,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 			// Nothing is held (nothing was gathered): wait for the
 			// buffers, holding nothing.
 			keep = spill.Buckets * bufSize
-			if err := budget.acquire(ctx, keep); err != nil {
+			if err := budget.Acquire(ctx, keep); err != nil {
 				return err
 			}
 			held = keep
@@ -337,7 +338,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 			}
 		}
 		lines, chunk = nil, nil
-		budget.release(held - keep)
+		budget.Release(held - keep)
 		held = keep
 		return nil
 	}
@@ -366,9 +367,9 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 				need += int64(grow) * 2 * sliceHeader
 			}
 			if need > 0 {
-				need = budget.fit(ctx, need, "a batch")
+				need = budget.Fit(ctx, need, "a batch")
 			}
-			if need > 0 && !budget.tryAcquire(need) {
+			if need > 0 && !budget.TryAcquire(need) {
 				if held > 0 {
 					metricMemorySpills.Inc(ctx, 1)
 					if err := toDisk(); err != nil {
@@ -377,7 +378,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 				} else {
 					// The group's first reservation: wait for it, holding
 					// nothing.
-					if err := budget.acquire(ctx, need); err != nil {
+					if err := budget.Acquire(ctx, need); err != nil {
 						return head.fail("wait for memory", err)
 					}
 					held += need
@@ -420,7 +421,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 	if err := sp.Finish(); err != nil {
 		return head.fail("spill to local disk", err)
 	}
-	budget.release(held) // the spill's write buffers
+	budget.Release(held) // the spill's write buffers
 	held = 0
 	n := 1
 	if total > limit {
@@ -445,8 +446,8 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 		}
 		// The sub-batch's records, their headers, its encoding and the
 		// read buffer; waited for holding nothing.
-		need := budget.fit(ctx, 2*sp.Size(j*per, (j+1)*per)+2*sliceHeader*sp.Count(j*per, (j+1)*per)+spill.BufferSize, "a sub-batch")
-		if err := budget.acquire(ctx, need); err != nil {
+		need := budget.Fit(ctx, 2*sp.Size(j*per, (j+1)*per)+2*sliceHeader*sp.Count(j*per, (j+1)*per)+spill.BufferSize, "a sub-batch")
+		if err := budget.Acquire(ctx, need); err != nil {
 			return head.fail("wait for memory", err)
 		}
 		held = need
@@ -458,7 +459,7 @@ func gather(ctx context.Context, budget *memBudget, head batch, limit int64, val
 		b := head
 		b.SubBatch, b.SubBatches, b.Lines = j, n, lines
 		emit(b)
-		budget.release(held)
+		budget.Release(held)
 		held = 0
 	}
 	return nil
@@ -472,7 +473,7 @@ func (b *batch) fail(what string, err error) error {
 // os.TempDir (TMPDIR); see spill.RemoveStale. Failing to remove one is
 // logged, never fatal: it costs disk, not correctness.
 func (f *batchFn) Setup(ctx context.Context) error {
-	workerMemory.limit(f.MaxWorkerMemory)
+	workerMemory.Limit(f.MaxWorkerMemory)
 	removed, err := spill.RemoveStale(os.TempDir(), time.Now())
 	for _, d := range removed {
 		log.Infof(ctx, "s3once sink: removed %s, the spill directory of a worker that died while it spilled", d)

@@ -64,7 +64,7 @@ type writeFilesFn struct {
 }
 
 func (f *writeFilesFn) Setup(ctx context.Context) error {
-	workerMemory.limit(f.S.MaxWorkerMemory)
+	workerMemory.Limit(f.S.MaxWorkerMemory)
 	w, err := f.S.worker(ctx)
 	if err != nil {
 		return err
@@ -217,15 +217,15 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	// checkpoint before its next record) to be resumed later; a batch from
 	// the runner's bytes goes back as those bytes, its records never
 	// decoded here (batch.held).
-	mem := workerMemory.fit(ctx, f.S.writerMemory(size, count), "a batch")
-	if !workerMemory.tryAcquire(mem) {
+	mem := workerMemory.Fit(ctx, f.S.writerMemory(size, count), "a batch")
+	if !workerMemory.TryAcquire(mem) {
 		if err := armTracker(rt, rest); err != nil {
 			return sdf.StopProcessing(), err
 		}
 		metricMemoryDeferrals.Inc(ctx, 1)
 		return sdf.ResumeProcessingIn(deferDelay()), nil
 	}
-	defer workerMemory.release(mem)
+	defer workerMemory.Release(mem)
 	if err := b.decodeRecords(); err != nil {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 	}
