@@ -83,7 +83,7 @@ test: tools vet
 # `make test` already runs their seed corpora as ordinary tests.
 FUZZTIME ?= 30s
 FUZZ := coder:FuzzDecodeResume coder:FuzzDecodeCommit coder:FuzzUnframe \
-	sink:FuzzDecodeRestriction sink:FuzzDecodeSettings sink:FuzzBoundFooterStats \
+	sink:FuzzDecodeRestriction sink:FuzzDecodeSettings internal/parquetbody:FuzzBoundFooterStats \
 	internal/pack:FuzzUnpack internal/batchwire:FuzzDecode \
 	internal/ownkeys:FuzzKeys internal/ownkeys:FuzzPartitionKeys \
 	internal/manifest:FuzzDecodeManifest internal/manifest:FuzzEncodeManifest \

@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/s3once/s3once/internal/parquetbody"
 )
 
 // canaryLines is the size of the canary corpus, in lines (about 70 KiB).
@@ -137,23 +137,15 @@ func parquetCanary(compression string) string {
 }
 
 func runParquetCanary(compression string) (string, error) {
-	t := reflect.TypeFor[parquetCanaryRow]()
-	codec, err := parquetRowCodec(t)
+	kind, err := parquetbody.New(parquetbody.Options{Row: reflect.TypeFor[parquetCanaryRow](), Compression: compression, RowGroupBytes: 8 << 10, Version: 1})
 	if err != nil {
 		return "", err
 	}
-	schema, err := parquetSchema(t)
-	if err != nil {
-		return "", err
-	}
-	pages, ok := parquetCodecs[compression]
-	if !ok {
-		return "", fmt.Errorf("unknown Parquet compression %q", compression)
-	}
-	p := &parquetWriters{s: parquetSettings{Compression: compression, RowGroupBytes: 8 << 10}, codec: codec, schema: schema, version: 1}
-	p.pages = parquet.Compression(pages)
 	var out sinkBuffer
-	f := p.start(&out)
+	f, err := kind.Open(&out, func(what string, err error) error { return fmt.Errorf("%s: %w", what, err) })
+	if err != nil {
+		return "", err
+	}
 	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
 	note := "a note"
 	var rec []byte
@@ -173,11 +165,11 @@ func runParquetCanary(compression string) (string, error) {
 		if rec, err = (Parquet{}).Append(rec[:0], row); err != nil {
 			return "", err
 		}
-		if err := f.write(rec); err != nil {
+		if err := f.Write(rec); err != nil {
 			return "", err
 		}
 	}
-	if err := f.finish(); err != nil {
+	if err := f.Finish(); err != nil {
 		return "", err
 	}
 	return digest(out), nil
