@@ -51,8 +51,8 @@ func TestCanaryDigests(t *testing.T) {
 		seen[d] = "parquet " + comp
 	}
 
-	mk := func(canary, lib string) fingerprint {
-		return fingerprint{{Name: "compression", Value: "gzip"}, {Name: "compression-canary", Value: canary}, {Name: "compression-library", Value: lib}}
+	mk := func(canary, lib string) markerSettings {
+		return markerSettings{{Name: "compression", Value: "gzip"}, {Name: "compression-canary", Value: canary}, {Name: "compression-library", Value: lib}}
 	}
 	if ch := changes(mk(codecCanary("gzip"), unknownLibrary), mk(codecCanary("gzip"), "github.com/klauspost/compress v1.19.2")); len(ch) != 0 {
 		t.Errorf("another module version with the same output is a change: %v", ch)

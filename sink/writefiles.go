@@ -161,9 +161,9 @@ type finalizingWriteFilesFn struct {
 	// marker, rerun with another Format or Compression).
 	Ext string `json:"ext,omitempty"`
 
-	fp    fingerprint
-	guard settingsGuard
-	parts partitionGuard
+	marker markerSettings
+	guard  settingsGuard
+	parts  partitionGuard
 }
 
 func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
@@ -171,11 +171,11 @@ func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
 		return err
 	}
 	if len(f.Settings) > 0 {
-		fp, err := decodeFingerprint(f.Settings)
+		ms, err := decodeSettings(f.Settings)
 		if err != nil {
 			return fmt.Errorf("s3once sink: the run's settings marker: %w", err)
 		}
-		f.fp = fp
+		f.marker = ms
 	}
 	return nil
 }
@@ -183,8 +183,8 @@ func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
 // ProcessElement is writeFilesFn's, with the bundle's finalizer, once the
 // folder's settings marker is known to hold this run's settings.
 func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
-	if f.fp != nil {
-		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.fp, "this run committed nothing; its uploads are left for the sweep"); err != nil {
+	if f.marker != nil {
+		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.marker, "this run committed nothing; its uploads are left for the sweep"); err != nil {
 			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 		}
 	}
