@@ -130,9 +130,10 @@ func (sp *Spill) Finish() error {
 	return nil
 }
 
-// Size is the record bytes of buckets [from, to), Count their records.
+// Size is the record bytes of buckets [from, to).
 func (sp *Spill) Size(from, to int) int64 { return sum(sp.sizes[from:to]) }
 
+// Count is the number of records of buckets [from, to).
 func (sp *Spill) Count(from, to int) int64 { return sum(sp.counts[from:to]) }
 
 func sum(v []int64) int64 {
