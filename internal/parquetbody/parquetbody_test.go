@@ -78,12 +78,19 @@ func kind(t testing.TB, version int, rowGroup int64, replayed func(context.Conte
 
 func fail(what string, err error) error { return fmt.Errorf("%s: %w", what, err) }
 
-// encode writes rows as one file and returns its bytes, checking that the
-// encoder counted every byte it wrote.
+// encode writes rows as one file and returns its bytes.
 func encode(t testing.TB, version int, rowGroup int64, rows []testRow) []byte {
 	t.Helper()
+	_, out := write(t, kind(t, version, rowGroup, nil), rows)
+	return out
+}
+
+// write writes rows as one file of k, and returns its finished body and
+// its bytes, checking that the encoder counted every byte it wrote.
+func write(t testing.TB, k *Writers, rows []testRow) (filebody.Body, []byte) {
+	t.Helper()
 	var out bytes.Buffer
-	b, err := kind(t, version, rowGroup, nil).Open(&out, fail)
+	b, err := k.Open(&out, fail)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +105,7 @@ func encode(t testing.TB, version int, rowGroup int64, rows []testRow) []byte {
 	if n := b.(*body).f.out.n; n != int64(out.Len()) {
 		t.Fatalf("the encoder counted %d bytes and wrote %d", n, out.Len())
 	}
-	return out.Bytes()
+	return b, out.Bytes()
 }
 
 // TestResume: a file checkpointed after a few row groups goes on, in the
@@ -186,20 +193,7 @@ func TestSummary(t *testing.T) {
 	rows := testRows(9)
 	rows[8].Name = "row-008" + strings.Repeat("z", 300) // the max
 	for _, version := range []int{1, 2} {
-		k := kind(t, version, 4, nil)
-		var out bytes.Buffer
-		b, err := k.Open(&out, fail)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rec := range records(t, rows) {
-			if err := b.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Finish(); err != nil {
-			t.Fatal(err)
-		}
+		b, file := write(t, kind(t, version, 4, nil), rows)
 		s := b.Summary()
 		if len(s.SplitOffsets) != 3 || s.SplitOffsets[0] != 4 {
 			t.Errorf("v%d: split offsets %v, want 3 from 4 on", version, s.SplitOffsets)
@@ -227,7 +221,7 @@ func TestSummary(t *testing.T) {
 			t.Errorf("v2: Name's max is %d bytes, want at most %d", len(name.Max), StatBytes)
 		}
 		// The file reads back with its schema.
-		pf, err := parquet.OpenFile(bytes.NewReader(out.Bytes()), int64(out.Len()))
+		pf, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
 		if err != nil || pf.NumRows() != 9 {
 			t.Fatalf("v%d: the file reads back with %v rows (%v)", version, pf, err)
 		}
