@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 
@@ -30,7 +31,10 @@ func zstdOf(t *testing.T, z Zstd, p []byte) []byte {
 // library's encoders the same bytes, the best of them no more than the
 // default, every one decodes back, and a level outside 1 to 22 is refused.
 func TestZstdLevels(t *testing.T) {
-	p := bytes.Repeat(canaryCorpus(), 4)
+	var p []byte
+	for i := range 20000 {
+		p = fmt.Appendf(p, `{"id":%d,"user":"u%d","text":"the quick brown fox"}`+"\n", i, i*7919%5000)
+	}
 	def := zstdOf(t, Zstd{}, p)
 	if three := zstdOf(t, Zstd{Level: 3}, p); !bytes.Equal(three, def) {
 		t.Errorf("level 3 wrote %d bytes, the default %d: want the same bytes", len(three), len(def))
