@@ -111,10 +111,11 @@ func TestShippedCarryNoMutants(t *testing.T) {
 // TestBeamOnlyThroughSink: the sink is the module's one library package
 // that speaks Beam; every other library package that links Beam does so
 // because it uses the sink (programs, such as the integration tests' worker
-// boot program, may talk to a runner themselves). The packages the sink builds on (the encodings of packs,
-// batches and tokens, the spill, the memory budget, the file bodies, the
-// stream and the committer) link no Beam at all, so each is tested, and
-// read, without a runner.
+// boot program, may talk to a runner themselves). The packages the sink
+// builds on (the encodings of packs, batches and tokens, the shard hash,
+// the spill, the memory budget, the file bodies, the stream and the
+// committer) link no Beam at all, so each is tested, and read, without a
+// runner.
 func TestBeamOnlyThroughSink(t *testing.T) {
 	const (
 		beam = "github.com/apache/beam/"
@@ -142,7 +143,7 @@ func TestBeamOnlyThroughSink(t *testing.T) {
 	if !ok || !linksBeam(s) {
 		t.Fatalf("%s is not listed or links no Beam: the check looks in the wrong place", sink)
 	}
-	for _, base := range []string{"internal/pack", "internal/batchwire", "internal/spill", "internal/membudget",
+	for _, base := range []string{"internal/pack", "internal/batchwire", "internal/shard", "internal/spill", "internal/membudget",
 		"internal/filebody", "internal/parquetbody", "internal/frame", "coder", "recoverable", "committer"} {
 		if !slices.Contains(s.Imports, module+"/"+base) {
 			t.Errorf("the sink does not import %s: the list of the packages it builds on is stale", base)

@@ -170,7 +170,7 @@ func (f *assignFn) ProcessElement(ctx context.Context, key []byte, packs func(*[
 	var open pack.Packer[beam.EventTime]
 	out := func(_ beam.EventTime, k, p []byte) { emit(k, p) }
 	for ok := true; ok; ok = u.Next(&rec) {
-		s := sh.shard(rec)
+		s := sh.Of(rec)
 		if keys[s] == nil {
 			keys[s] = countedShardKey(s, count, dest)
 		}

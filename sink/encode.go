@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 
 	"github.com/s3once/s3once/internal/pack"
+	"github.com/s3once/s3once/internal/shard"
 )
 
 // Destination function shapes (see Config.Destination).
@@ -91,7 +92,7 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // do not depend on packing.
 //
 // It carries only what it reads: the format's name, the shard count, the
-// output version (which picks the shard hash, see sharder), the record size
+// output version (which picks the shard hash, internal/shard), the record size
 // bound, the Destination function and whether to pack; no bucket, endpoint
 // or credentials.
 type encodeFn struct {
@@ -105,7 +106,7 @@ type encodeFn struct {
 	OutputVersion int `json:"outputVersion"`
 
 	format Format
-	shards *sharder
+	shards *shard.Sharder
 	dest   reflectx.Func
 	buf    []byte
 	packs  pack.Packer[beam.EventTime]
@@ -152,7 +153,7 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 	if int64(len(f.buf)) > f.MaxFileBytes {
 		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.MaxFileBytes)
 	}
-	key := shardKey(f.shards.shard(f.buf), dest)
+	key := shardKey(f.shards.Of(f.buf), dest)
 	f.received++
 	if !f.Pack {
 		emit(ts, key, pack.Of(f.buf))
@@ -192,6 +193,15 @@ func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {
 		return "", fmt.Errorf("s3once sink: Destination returned a bad path: %w", err)
 	}
 	return dest, nil
+}
+
+// newSharder returns the shard hash of an output version (1 or 2) for
+// shards shards, 1 to MaxShards (package internal/shard).
+func newSharder(version, shards int) (*shard.Sharder, error) {
+	if shards > MaxShards {
+		return nil, fmt.Errorf("shard count %d is not in [1, %d]", shards, MaxShards)
+	}
+	return shard.New(version, shards)
 }
 
 // packable reports whether Encode packs col's records (see encodeFn): they
