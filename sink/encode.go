@@ -92,9 +92,9 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // do not depend on packing.
 //
 // It carries only what it reads: the format's name, the shard count, the
-// output version (which picks the shard hash, internal/shard), the record size
-// bound, the Destination function and whether to pack; no bucket, endpoint
-// or credentials.
+// output version (which picks the shard hash, internal/shard), the record
+// size bound, the Destination function and whether to pack; no bucket,
+// endpoint or credentials.
 type encodeFn struct {
 	Format       string            `json:"format"`
 	Shards       int               `json:"shards"`

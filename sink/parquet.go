@@ -103,7 +103,8 @@ func (s *settings) bindParquetRow(t reflect.Type) {
 
 // parquetRowType is the type the writer decodes records into and derives
 // the file's schema from: the element type in output version 1, its list
-// type (parquetbody.ListType) from version 2 on. It checks that type's schema.
+// type (parquetbody.ListType) from version 2 on. It checks that type's
+// schema.
 func (s settings) parquetRowType() (reflect.Type, error) {
 	if s.Parquet == nil || s.Parquet.Row == nil || s.Parquet.Row.T == nil {
 		return nil, errors.New("the pipeline was built without the Parquet element type")
