@@ -86,26 +86,17 @@ test: tools vet
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.
 FUZZTIME ?= 30s
-CODER_FUZZ := FuzzDecodeResume FuzzDecodeCommit FuzzUnframe
-SINK_FUZZ := FuzzDecodeRestriction FuzzDecodeBatch FuzzDecodeSettings FuzzUnpack FuzzBoundFooterStats
-OWNKEYS_FUZZ := FuzzKeys FuzzPartitionKeys
-MANIFEST_FUZZ := FuzzDecodeManifest FuzzEncodeManifest
-SETTINGSMARKER_FUZZ := FuzzDecodeSettingsMarker
-PARQUETROW_FUZZ := FuzzDecode
+FUZZ := coder:FuzzDecodeResume coder:FuzzDecodeCommit coder:FuzzUnframe \
+	sink:FuzzDecodeRestriction sink:FuzzDecodeSettings internal/parquetbody:FuzzBoundFooterStats \
+	internal/pack:FuzzUnpack internal/batchwire:FuzzDecode \
+	internal/ownkeys:FuzzKeys internal/ownkeys:FuzzPartitionKeys \
+	internal/manifest:FuzzDecodeManifest internal/manifest:FuzzEncodeManifest \
+	internal/settingsmarker:FuzzDecodeSettingsMarker \
+	internal/parquetrow:FuzzDecode
 
 fuzz:
-	set -e; for f in $(CODER_FUZZ); do \
-		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./coder/; \
-	done; for f in $(SINK_FUZZ); do \
-		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./sink/; \
-	done; for f in $(OWNKEYS_FUZZ); do \
-		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/ownkeys/; \
-	done; for f in $(MANIFEST_FUZZ); do \
-		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/manifest/; \
-	done; for f in $(SETTINGSMARKER_FUZZ); do \
-		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/settingsmarker/; \
-	done; for f in $(PARQUETROW_FUZZ); do \
-		$(GO) test -run='^$$' -fuzz='^'"$$f"'$$' -fuzztime=$(FUZZTIME) ./internal/parquetrow/; \
+	set -e; for t in $(FUZZ); do \
+		$(GO) test -run='^$$' -fuzz='^'"$${t#*:}"'$$' -fuzztime=$(FUZZTIME) ./$${t%%:*}/; \
 	done
 
 # Benchmarks side by side with the peers (see BENCHMARKS.md): every side of a

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,7 @@ var shipped = []string{
 
 type listed struct {
 	ImportPath string
+	Name       string   // the package's name: "main" for a program
 	Imports    []string // of the package's non-test files
 	Deps       []string
 }
@@ -103,5 +105,51 @@ func TestShippedCarryNoMutants(t *testing.T) {
 	}
 	if !has(goList(t, "-tags", "s3once_mutant", module+"/cmd/s3once")) {
 		t.Errorf("cmd/s3once does not link %s even with the tag: the check looks for the wrong path", mutant)
+	}
+}
+
+// TestBeamOnlyThroughSink: the sink is the module's one library package
+// that speaks Beam; every other library package that links Beam does so
+// because it uses the sink (programs, such as the integration tests' worker
+// boot program, may talk to a runner themselves). The packages the sink
+// builds on (the encodings of packs, batches and tokens, the shard hash,
+// the spill, the memory budget, the file bodies, the stream and the
+// committer) link no Beam at all, so each is tested, and read, without a
+// runner.
+func TestBeamOnlyThroughSink(t *testing.T) {
+	const (
+		beam = "github.com/apache/beam/"
+		sink = module + "/sink"
+	)
+	pkgs := goList(t, module+"/...")
+	byPath := map[string]listed{}
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
+	linksBeam := func(p listed) bool {
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, beam) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range pkgs {
+		if p.Name != "main" && p.ImportPath != sink && linksBeam(p) && !slices.Contains(p.Deps, sink) {
+			t.Errorf("%s links Beam without the sink: only the sink speaks Beam", p.ImportPath)
+		}
+	}
+	s, ok := byPath[sink]
+	if !ok || !linksBeam(s) {
+		t.Fatalf("%s is not listed or links no Beam: the check looks in the wrong place", sink)
+	}
+	for _, base := range []string{"internal/pack", "internal/batchwire", "internal/shard", "internal/spill", "internal/membudget",
+		"internal/filebody", "internal/parquetbody", "internal/frame", "coder", "recoverable", "committer"} {
+		if !slices.Contains(s.Imports, module+"/"+base) {
+			t.Errorf("the sink does not import %s: the list of the packages it builds on is stale", base)
+		}
+		if p, ok := byPath[module+"/"+base]; !ok || linksBeam(p) {
+			t.Errorf("%s links Beam (or is gone): the sink's base packages run without a runner", base)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/internal/testkit/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -80,7 +81,7 @@ func writePersisting(ctx context.Context, w *recoverable.Writer, e *env, key str
 	defer s.Dispose(ctx)
 	var tokens []recoverable.ResumeToken
 	var spent time.Duration
-	src := NewPattern(size)
+	src := benchkit.NewPattern(size)
 	next := time.Now().Add(every)
 	for {
 		p := src.Next(writeChunk)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -42,7 +43,7 @@ type childResult struct {
 	// opened.
 	BaseHeap uint64
 	// Heap is the peak of the Go heap while the stream wrote.
-	Heap HeapPeak
+	Heap benchkit.HeapPeak
 }
 
 // BenchmarkPeakMemory writes each size through one stream in a child process
@@ -153,7 +154,7 @@ func memoryChild() (childResult, error) {
 		return r, fmt.Errorf("child: size: %w", err)
 	}
 	bucket := os.Getenv(childBucket)
-	if r.BaseRSS, err = PeakRSS(); err != nil {
+	if r.BaseRSS, err = benchkit.PeakRSS(); err != nil {
 		return r, err
 	}
 	client := s3test.NewClient(os.Getenv(childEndpoint), s3test.ClientOptions{MaxAttempts: attempts})
@@ -167,12 +168,12 @@ func memoryChild() (childResult, error) {
 	base := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(base)
 	r.BaseHeap = base[0].Value.Uint64()
-	sampler := StartHeapSampler(time.Millisecond)
+	sampler := benchkit.StartHeapSampler(time.Millisecond)
 	s, err := w.Open(ctx, bucket, key, recoverable.ObjectOptions{})
 	if err != nil {
 		return r, err
 	}
-	if err := writeAll(s, NewPattern(size)); err != nil {
+	if err := writeAll(s, benchkit.NewPattern(size)); err != nil {
 		return r, err
 	}
 	cr, err := s.CloseForCommit(ctx)
@@ -183,7 +184,7 @@ func memoryChild() (childResult, error) {
 	if cr.Size() != size {
 		return r, fmt.Errorf("child: commit token holds %d bytes, wrote %d", cr.Size(), size)
 	}
-	if r.PeakRSS, err = PeakRSS(); err != nil {
+	if r.PeakRSS, err = benchkit.PeakRSS(); err != nil {
 		return r, err
 	}
 	_, err = client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{

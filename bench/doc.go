@@ -23,6 +23,6 @@
 // machine has /dev/shm. BENCHMARKS.md at the repository root holds the
 // results.
 //
-// Nothing here is imported by the library: the package only holds the data
-// source and the memory sampler the benchmarks share.
+// The package is its tests alone: the data source and the memory sampler
+// they share are internal/testkit/benchkit, which no library code imports.
 package bench

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/minio/crc64nvme"
+
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 )
 
 // BenchmarkHash measures, on one 8 MiB part, the per-byte work that an
@@ -17,7 +19,7 @@ import (
 // sign a body on a plain-http endpoint (and the server to check it), the MD5
 // a server computes for a part's ETag, and a copy into a part buffer.
 func BenchmarkHash(b *testing.B) {
-	part := Fill(make([]byte, partSize))
+	part := benchkit.Fill(make([]byte, partSize))
 	dst := make([]byte, partSize)
 	for _, h := range []struct {
 		name string

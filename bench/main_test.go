@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -189,7 +190,7 @@ func (a *allocMeter) perMiB(n int, size int64) float64 {
 }
 
 // writeAll writes src into s in Write calls of writeChunk bytes.
-func writeAll(s *recoverable.Stream, src *Pattern) error {
+func writeAll(s *recoverable.Stream, src *benchkit.Pattern) error {
 	for {
 		p := src.Next(writeChunk)
 		if len(p) == 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 	"github.com/s3once/s3once/sink"
@@ -85,7 +86,7 @@ func scalePipeline(b *testing.B, records, shards int) {
 	b.SetBytes(total)
 	runtime.MemProfileRate = scaleProfileRate
 	own := startOwnHeap(50 * time.Millisecond)
-	proc := StartHeapSampler(10 * time.Millisecond)
+	proc := benchkit.StartHeapSampler(10 * time.Millisecond)
 	n := 0
 	for b.Loop() {
 		prefix := fmt.Sprintf("scale/%d", n)
@@ -147,7 +148,7 @@ func BenchmarkScaleStream(b *testing.B) {
 			e := newEnv(b)
 			ctx := context.Background()
 			b.SetBytes(size)
-			heap := StartHeapSampler(time.Millisecond)
+			heap := benchkit.StartHeapSampler(time.Millisecond)
 			n := 0
 			for b.Loop() {
 				w, err := recoverable.NewWriter(e.client, recoverable.Options{PartSize: partSize, Concurrency: concurrency})
@@ -271,9 +272,8 @@ const (
 // batches.
 var emitsElement = []string{
 	ownPrefix + "sink.(*encodeFn).",
-	ownPrefix + "sink.(*packer).",
-	ownPrefix + "sink.newPack",
-	ownPrefix + "sink.appendRecord",
+	ownPrefix + "internal/pack.(*Packer[",
+	ownPrefix + "internal/pack.Of",
 	ownPrefix + "sink.encodeBatch",
 	ownPrefix + "sink.(*batchEmitter).",
 }
@@ -301,8 +301,8 @@ func (h *ownHeap) classify(stack []uintptr) frameKind {
 }
 
 func frameOf(name string) frameKind {
-	if !strings.HasPrefix(name, ownPrefix) || strings.HasPrefix(name, ownPrefix+"bench") {
-		return otherFrame
+	if !strings.HasPrefix(name, ownPrefix) || strings.HasPrefix(name, ownPrefix+"bench") || strings.HasPrefix(name, ownPrefix+"internal/testkit/") {
+		return otherFrame // the benchmark's own code, and the kit it measures with
 	}
 	for _, p := range emitsElement {
 		if strings.HasPrefix(name, p) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkPersist(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Dispose(ctx)
-			if err := writeAll(s, NewPattern(tail)); err != nil {
+			if err := writeAll(s, benchkit.NewPattern(tail)); err != nil {
 				b.Fatal(err)
 			}
 			c.listParts.Store(0)
@@ -102,7 +103,7 @@ func BenchmarkRecover(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := writeAll(s, NewPattern(2*partSize+tail.len)); err != nil {
+			if err := writeAll(s, benchkit.NewPattern(2*partSize+tail.len)); err != nil {
 				b.Fatal(err)
 			}
 			rr, err := s.Persist(ctx)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -47,7 +48,7 @@ func TestStreamSendsUnsignedPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Dispose(ctx)
-	if _, err := s.Write(Fill(make([]byte, 2*ps+1<<20))); err != nil {
+	if _, err := s.Write(benchkit.Fill(make([]byte, 2*ps+1<<20))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Persist(ctx); err != nil { // two parts and a 1 MiB side object

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/testkit/benchkit"
 	"github.com/s3once/s3once/internal/testkit/streamtest"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -120,11 +121,11 @@ func newUploadBench(b *testing.B) *uploadBench {
 	})
 	u := &uploadBench{env: e, client: c, writer: w, up: up}
 	for range concurrency {
-		u.bufs = append(u.bufs, Fill(make([]byte, partSize)))
+		u.bufs = append(u.bufs, benchkit.Fill(make([]byte, partSize)))
 	}
 	u.free = make(chan []byte, concurrency+1)
 	for range concurrency + 1 {
-		u.free <- Fill(make([]byte, partSize))
+		u.free <- benchkit.Fill(make([]byte, partSize))
 	}
 	// The ceiling's buffers are allocated and touched before the timing; so
 	// are the stream's, in the writer's pool, as in a worker that has written
@@ -164,7 +165,7 @@ func fillPool(ctx context.Context, w *recoverable.Writer, bucket string) error {
 			return err
 		}
 		streams = append(streams, s)
-		if err := writeAll(s, NewPattern(o.PartSize-1)); err != nil {
+		if err := writeAll(s, benchkit.NewPattern(o.PartSize-1)); err != nil {
 			return err
 		}
 	}
@@ -178,7 +179,7 @@ func writeStream(ctx context.Context, w *recoverable.Writer, c streamtest.Backen
 		return err
 	}
 	defer s.Dispose(ctx)
-	if err := writeAll(s, NewPattern(size)); err != nil {
+	if err := writeAll(s, benchkit.NewPattern(size)); err != nil {
 		return err
 	}
 	cr, err := s.CloseForCommit(ctx)
@@ -190,14 +191,14 @@ func writeStream(ctx context.Context, w *recoverable.Writer, c streamtest.Backen
 
 func (u *uploadBench) uploader(ctx context.Context, key string, size int64) error {
 	_, err := u.up.Upload(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(u.env.bucket), Key: aws.String(key), Body: NewPattern(size),
+		Bucket: aws.String(u.env.bucket), Key: aws.String(key), Body: benchkit.NewPattern(size),
 	})
 	return err
 }
 
 func (u *uploadBench) uploaderCRC64(ctx context.Context, key string, size int64) error {
 	_, err := u.up.Upload(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(u.env.bucket), Key: aws.String(key), Body: NewPattern(size),
+		Bucket: aws.String(u.env.bucket), Key: aws.String(key), Body: benchkit.NewPattern(size),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 	})
 	return err
@@ -234,7 +235,7 @@ func (u *uploadBench) copyCeiling(ctx context.Context, key string, size int64) e
 	}
 	parts := make([]types.CompletedPart, n)
 	var whole uint64
-	src := NewPattern(size)
+	src := benchkit.NewPattern(size)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(concurrency)
 	for i := range n {

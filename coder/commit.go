@@ -26,6 +26,11 @@ var (
 // token with no parts is accepted; whether it can be committed is the
 // committer's business.
 func EncodeCommitToken(c recoverable.CommitToken) ([]byte, error) {
+	b, err := encodeCommit(c)
+	return b, refused(err)
+}
+
+func encodeCommit(c recoverable.CommitToken) ([]byte, error) {
 	if err := checkCommit(c); err != nil {
 		return nil, err
 	}
@@ -50,6 +55,11 @@ func EncodeCommitToken(c recoverable.CommitToken) ([]byte, error) {
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
 // EncodeCommitToken makes.
 func DecodeCommitToken(b []byte) (recoverable.CommitToken, error) {
+	c, err := decodeCommit(b)
+	return c, refused(err)
+}
+
+func decodeCommit(b []byte) (recoverable.CommitToken, error) {
 	version, payload, err := commitFraming.Unframe(commitVersion, b)
 	if err != nil {
 		return recoverable.CommitToken{}, err

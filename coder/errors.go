@@ -1,6 +1,12 @@
 package coder
 
-import "github.com/s3once/s3once/internal/frame"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/s3once/s3once/internal/frame"
+	"github.com/s3once/s3once/recoverable"
+)
 
 // Sentinel errors, one for each way an encoded value can be refused. Every
 // error a decoder returns matches recoverable.ErrInvalidToken and exactly one of
@@ -30,14 +36,48 @@ var (
 	ErrMalformed = frame.ErrMalformed
 )
 
-// VersionError reports a version byte this build cannot read: Kind names the
-// kind of value, Got is the version found, and every version from 1 to Max is
-// readable. It matches both ErrVersion and recoverable.ErrInvalidToken under
-// errors.Is.
-type VersionError = frame.VersionError
+// VersionError reports a version byte this build cannot read. It matches
+// both ErrVersion and recoverable.ErrInvalidToken under errors.Is.
+type VersionError struct {
+	// Kind names the kind of token, such as "resume token".
+	Kind string
+	// Got is the version found in the input.
+	Got byte
+	// Max is the newest version this build reads; every version from 1 to
+	// Max is readable.
+	Max byte
+}
 
-// invalid returns an error that matches recoverable.ErrInvalidToken and kind,
-// with a message saying what was wrong.
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%s: %s", recoverable.ErrInvalidToken, &frame.VersionError{Kind: e.Kind, Got: e.Got, Max: e.Max})
+}
+
+// Unwrap lets errors.Is match ErrVersion and recoverable.ErrInvalidToken.
+func (e *VersionError) Unwrap() []error {
+	return []error{recoverable.ErrInvalidToken, ErrVersion}
+}
+
+// invalid returns an error that matches kind, with a message saying what was
+// wrong; refused makes it a token's refusal.
 func invalid(kind error, format string, args ...any) error {
 	return frame.Invalid(kind, format, args...)
+}
+
+// refused is the boundary of the package's exported functions: it makes an
+// error of the framing, the field reader or the checks one that matches
+// recoverable.ErrInvalidToken beside its sentinel, and a version the frame
+// refused a *VersionError. Nil stays nil.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fv *frame.VersionError
+	if errors.As(err, &fv) {
+		return &VersionError{Kind: fv.Kind, Got: fv.Got, Max: fv.Max}
+	}
+	var cv *VersionError
+	if errors.As(err, &cv) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", recoverable.ErrInvalidToken, err)
 }

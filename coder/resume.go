@@ -36,6 +36,11 @@ const (
 // ErrMalformed, a token that exceeds the format's bounds or that no stream can
 // make (see FORMAT.md): what it writes, DecodeResumeToken can read.
 func EncodeResumeToken(r recoverable.ResumeToken) ([]byte, error) {
+	b, err := encodeResume(r)
+	return b, refused(err)
+}
+
+func encodeResume(r recoverable.ResumeToken) ([]byte, error) {
 	if err := checkResume(r); err != nil {
 		return nil, err
 	}
@@ -76,6 +81,11 @@ func EncodeResumeToken(r recoverable.ResumeToken) ([]byte, error) {
 // ErrTooLarge or ErrMalformed; a returned token always satisfies the checks
 // EncodeResumeToken makes.
 func DecodeResumeToken(b []byte) (recoverable.ResumeToken, error) {
+	r, err := decodeResume(b)
+	return r, refused(err)
+}
+
+func decodeResume(b []byte) (recoverable.ResumeToken, error) {
 	version, payload, err := resumeFraming.Unframe(resumeVersion, b)
 	if err != nil {
 		return recoverable.ResumeToken{}, err

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/s3once/s3once/internal/pack"
 )
 
 // Automatic sharding (Config.TargetFileBytes) gives each destination and
@@ -95,34 +97,17 @@ func withAutoShards(s beam.Scope, st settings, keyed beam.PCollection) (beam.PCo
 // records (a function of the records, not of how they were packed).
 type sizeFn struct{}
 
-func (sizeFn) ProcessElement(key, pack []byte, emit func([]byte, int64)) error {
+func (sizeFn) ProcessElement(key, p []byte, emit func([]byte, int64)) error {
 	_, dest, err := parseShardKey(key)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	var n int64
-	u := unpacker{packs: onePack(pack)}
-	var rec []byte
-	for u.next(&rec) {
-		n += int64(len(rec))
-	}
-	if err := u.failed(); err != nil {
+	n, err := pack.RecordBytes(p)
+	if err != nil {
 		return err
 	}
 	emit([]byte(dest), n)
 	return nil
-}
-
-// onePack is an iterator over the single pack p.
-func onePack(p []byte) func(*[]byte) bool {
-	done := false
-	return func(out *[]byte) bool {
-		if done {
-			return false
-		}
-		done, *out = true, p
-		return true
-	}
 }
 
 func sumBytes(a, b int64) int64 { return a + b }
@@ -163,11 +148,11 @@ func (f *assignFn) ProcessElement(ctx context.Context, key []byte, packs func(*[
 	for totals(&t) {
 		total, seen = t, seen+1
 	}
-	u := unpacker{packs: packs}
+	u := pack.NewReader(packs)
 	var rec []byte
-	if !u.next(&rec) {
+	if !u.Next(&rec) {
 		// A bucket no record of this window hashed to: nothing to do.
-		return u.failed()
+		return u.Err()
 	}
 	if seen != 1 {
 		return fmt.Errorf("s3once sink: destination %q: automatic sharding met its records with %d byte counts in one pane, want 1 (a trigger or late data the pipeline was not built for)", dest, seen)
@@ -177,23 +162,23 @@ func (f *assignFn) ProcessElement(ctx context.Context, key []byte, packs func(*[
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	// Each shard's records leave in packs (packer), emitted in this
+	// Each shard's records leave in packs (pack.Packer), emitted in this
 	// element's window as they fill and at the end; the order does not
 	// matter, Batch sorts. The packs' event times are not used: the
 	// element's own stands.
 	keys := make([][]byte, count)
-	var open packer
+	var open pack.Packer[beam.EventTime]
 	out := func(_ beam.EventTime, k, p []byte) { emit(k, p) }
-	for ok := true; ok; ok = u.next(&rec) {
-		s := sh.shard(rec)
+	for ok := true; ok; ok = u.Next(&rec) {
+		s := sh.Of(rec)
 		if keys[s] == nil {
 			keys[s] = countedShardKey(s, count, dest)
 		}
-		open.add(keys[s], 0, rec, out)
+		open.Add(keys[s], 0, rec, out)
 	}
-	if err := u.failed(); err != nil {
+	if err := u.Err(); err != nil {
 		return err
 	}
-	open.flush(out)
+	open.Flush(out)
 	return nil
 }

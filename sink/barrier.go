@@ -92,7 +92,7 @@ func logGuarantee(st settings, applies bool, why string) {
 // field. From the barrier on, the files and their FileResults are in the
 // global window.
 //
-// marker is the folder's settings marker (encodeFingerprint), which the
+// marker is the folder's settings marker (encodeSettings), which the
 // barrier compares and writes; empty leaves the marker alone.
 func withBarrier(s beam.Scope, st settings, pending beam.PCollection, marker []byte, ext string) (beam.PCollection, error) {
 	s = s.Scope("Barrier")
@@ -137,8 +137,8 @@ type barrierFn struct {
 	// the mutant PartitionOwnExtOnly reads it.
 	Ext string `json:"ext,omitempty"`
 
-	c  *committer.Committer
-	fp fingerprint
+	c      *committer.Committer
+	marker markerSettings
 }
 
 func (f *barrierFn) Setup(ctx context.Context) error {
@@ -177,9 +177,9 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	// folder, or a folder of another output version, refuse the run before
 	// its partitions and keys are looked at.
 	state := folderMarked
-	if f.fp != nil {
+	if f.marker != nil {
 		var err error
-		if state, err = judgeFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
+		if state, err = judgeFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.marker, settingsRefusedDone); err != nil {
 			return f.refuseSettings(ctx, all, err)
 		}
 	}
@@ -225,8 +225,8 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	}
 	// A new folder gets this run's marker, now that every key is free or
 	// holds this run's bytes; before any file is committed.
-	if f.fp != nil && state == folderNew {
-		if err := stampFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.fp, settingsRefusedDone); err != nil {
+	if f.marker != nil && state == folderNew {
+		if err := stampFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.marker, settingsRefusedDone); err != nil {
 			return f.refuseSettings(ctx, all, err)
 		}
 	}
@@ -262,7 +262,7 @@ func (f *barrierFn) discard(ctx context.Context, all []*barrierFile) error {
 // decodeSettings reads the marker the DoFn carries (settings_marker.go).
 func (f *barrierFn) decodeSettings() (err error) {
 	if len(f.Settings) > 0 {
-		if f.fp, err = decodeFingerprint(f.Settings); err != nil {
+		if f.marker, err = decodeSettings(f.Settings); err != nil {
 			return fmt.Errorf("s3once sink: barrier: the run's settings marker: %w", err)
 		}
 	}

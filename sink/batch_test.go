@@ -2,8 +2,7 @@ package sink
 
 import (
 	"encoding/json"
-	"fmt"
-	"github.com/s3once/s3once/internal/testkit/s3test"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -12,8 +11,12 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/pack"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 func init() {
@@ -118,5 +121,22 @@ func TestBatch100k(t *testing.T) {
 	if m["files_committed"] != int64(len(objs)) || m["records_written"] != int64(len(in)) || m["persists"] == 0 {
 		t.Errorf("metrics %v disagree with %d files of %d records, or no checkpoint was taken", m, len(objs), len(in))
 	}
-	_ = fmt.Sprint
+}
+
+// TestBatchRefusesMalformedPack: a group holding a malformed pack fails
+// the Batch stage with an error wrapping pack.ErrMalformed, before any
+// batch is emitted; the records before it are not written.
+func TestBatchRefusesMalformedPack(t *testing.T) {
+	good := pack.Of([]byte("a\n"))
+	for name, bad := range map[string][]byte{
+		"other version": append([]byte{3}, good[1:]...),
+		"a record cut":  good[:len(good)-1],
+	} {
+		fn := &batchFn{Shards: 4, MaxBatchBytes: MinMaxBatchBytes}
+		emitted := 0
+		err := fn.ProcessElement(t.Context(), beam.PaneInfo{}, window.GlobalWindow{}, shardKey(1, ""), sliceValues([][]byte{good, bad}), func(batch) { emitted++ })
+		if !errors.Is(err, pack.ErrMalformed) || emitted != 0 {
+			t.Fatalf("%s: Batch: %v and %d batches, want an error wrapping pack.ErrMalformed and none", name, err, emitted)
+		}
+	}
 }

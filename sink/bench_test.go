@@ -2,8 +2,6 @@ package sink
 
 import (
 	"bytes"
-	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -72,87 +70,5 @@ func BenchmarkBatchEncoding(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkSealPack seals 1 MiB packs as Encode hands them over and reads
-// them back as Batch does: records that compress (numbered CSV rows) and
-// records that do not (random bytes, which sealPack leaves as they are
-// after one attempt). Its bytes/s are the records'.
-func BenchmarkSealPack(b *testing.B) {
-	for name, rec := range benchRecordShapes(5) {
-		b.Run(name, func(b *testing.B) {
-			p := newPack(packBytes)
-			for i := 0; len(p) < packBytes; i++ {
-				p = appendRecord(p, rec(i))
-			}
-			b.SetBytes(int64(len(p) - 1))
-			var sealed []byte
-			for b.Loop() {
-				sealed = sealPack(p)
-				u := unpacker{packs: onePack(sealed)}
-				var r []byte
-				for u.next(&r) {
-				}
-				if err := u.failed(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(sealed))/float64(len(p)), "sealed/raw")
-		})
-	}
-}
-
-// BenchmarkBatchCodec prices what a batch costs to cross to the writer: the
-// encoding Batch hands the runner and the writer's decoding of it (held,
-// then its records), for a 16 MiB batch of records that compress and of
-// records that do not, as version 3 (plain) and version 4 (compressed, what
-// encodeBatch writes). encoded/raw is the encoding's size over version 3's.
-func BenchmarkBatchCodec(b *testing.B) {
-	for name, rec := range benchRecordShapes(7) {
-		bt := batch{Destination: "d", Window: "global", Shards: 1, SubBatches: 1}
-		for i := 0; recordsSectionLen(bt.Lines) < 16<<20; i++ {
-			bt.Lines = append(bt.Lines, rec(i))
-		}
-		plain, err := encodeBatchVersion(bt, batchPlain)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, version := range []byte{batchPlain, batchCompressed} {
-			b.Run(fmt.Sprintf("%s/version=%d", name, version), func(b *testing.B) {
-				b.SetBytes(recordBytes(bt.Lines))
-				var enc []byte
-				for b.Loop() {
-					if enc, err = encodeBatchVersion(bt, version); err != nil {
-						b.Fatal(err)
-					}
-					held, err := decodeHeldBatch(enc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := held.decodeRecords(); err != nil || len(held.Lines) != len(bt.Lines) {
-						b.Fatalf("%d records (%v), want %d", len(held.Lines), err, len(bt.Lines))
-					}
-				}
-				b.ReportMetric(float64(len(enc))/float64(len(plain)), "encoded/raw")
-			})
-		}
-	}
-}
-
-// benchRecordShapes makes the i-th record of two shapes: numbered CSV rows,
-// which compress, and 100 random bytes from a generator seeded with seed,
-// which do not.
-func benchRecordShapes(seed uint64) map[string]func(i int) []byte {
-	rng := rand.New(rand.NewPCG(seed, seed+1))
-	return map[string]func(i int) []byte{
-		"records=csv": func(i int) []byte { return fmt.Appendf(nil, "%08d,user%05d,%s,ok\n", i, i%20000, "2026-12-05") },
-		"records=random": func(int) []byte {
-			r := make([]byte, 100)
-			for j := range r {
-				r[j] = byte(rng.Uint32())
-			}
-			return r
-		},
 	}
 }

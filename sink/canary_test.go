@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/s3once/s3once/internal/filebody"
+	"github.com/s3once/s3once/internal/parquetbody"
 )
 
 // stdGzip is gzip written by the standard library instead of
@@ -29,7 +32,11 @@ func TestCanaryDigests(t *testing.T) {
 		if !strings.HasPrefix(d, "sha256:") {
 			t.Fatalf("codec %s: digest %q", name, d)
 		}
-		if d2, err := runCodecCanary(name); err != nil || d2 != d {
+		c, err := lookupCodec(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d2, err := filebody.Canary(c); err != nil || d2 != d {
 			t.Errorf("codec %s: a second run gives %q, %v; want %q", name, d2, err, d)
 		}
 		if other, ok := seen[d]; ok {
@@ -42,7 +49,7 @@ func TestCanaryDigests(t *testing.T) {
 		if !strings.HasPrefix(d, "sha256:") {
 			t.Fatalf("parquet %s: digest %q", comp, d)
 		}
-		if d2, err := runParquetCanary(comp); err != nil || d2 != d {
+		if d2, err := parquetbody.Canary(comp); err != nil || d2 != d {
 			t.Errorf("parquet %s: a second run gives %q, %v; want %q", comp, d2, err, d)
 		}
 		if other, ok := seen[d]; ok {
@@ -51,8 +58,8 @@ func TestCanaryDigests(t *testing.T) {
 		seen[d] = "parquet " + comp
 	}
 
-	mk := func(canary, lib string) fingerprint {
-		return fingerprint{{Name: "compression", Value: "gzip"}, {Name: "compression-canary", Value: canary}, {Name: "compression-library", Value: lib}}
+	mk := func(canary, lib string) markerSettings {
+		return markerSettings{{Name: "compression", Value: "gzip"}, {Name: "compression-canary", Value: canary}, {Name: "compression-library", Value: lib}}
 	}
 	if ch := changes(mk(codecCanary("gzip"), unknownLibrary), mk(codecCanary("gzip"), "github.com/klauspost/compress v1.19.2")); len(ch) != 0 {
 		t.Errorf("another module version with the same output is a change: %v", ch)
@@ -60,5 +67,32 @@ func TestCanaryDigests(t *testing.T) {
 	ch := changes(mk(codecCanary("gzip"), "x"), mk(codecCanary("test-std-gzip"), "x"))
 	if len(ch) != 1 || !strings.Contains(ch[0].Setting, "canary") {
 		t.Errorf("another library's output: changes %v", ch)
+	}
+}
+
+// TestCanaryDigestsPinned pins the digests this build's libraries record:
+// a digest that changes refuses every rerun into a folder written before
+// (ErrSettingsChanged), so it changes only with a library that writes
+// other bytes, on purpose, as the golden files do. The canary inputs, the
+// Parquet row's type name among them (it names the file's schema), are
+// part of the digests.
+func TestCanaryDigestsPinned(t *testing.T) {
+	for key, want := range map[string]string{
+		"codec:none":     "sha256:061710fe169dcf195bc77cf3083e664d",
+		"codec:gzip":     "sha256:f86f7ba5d2fae44527b00fbf9bf8398a",
+		"codec:zstd":     "sha256:ece0c84158c13b065cffa395e9acf6ef",
+		"parquet:snappy": "sha256:d0b976182904c22187bf6e080ae7d6be",
+		"parquet:zstd":   "sha256:46fde9a520f582235f31e96215e7d8a9",
+		"parquet:gzip":   "sha256:b2d17619432ed811340796fa3d520a22",
+		"parquet:none":   "sha256:80e5c5f6434b5f0d9f7d2a0c930cb5b9",
+	} {
+		kind, name, _ := strings.Cut(key, ":")
+		got := parquetCanary(name)
+		if kind == "codec" {
+			got = codecCanary(name)
+		}
+		if got != want {
+			t.Errorf("%s: digest %s, want %s (a library that writes other bytes, or a changed canary input)", key, got, want)
+		}
 	}
 }

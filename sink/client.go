@@ -76,7 +76,7 @@ func (w *worker) writer(o recoverable.Options, idle int64) (*recoverable.Writer,
 		w.writers = map[recoverable.Options]*recoverable.Writer{}
 	}
 	w.writers[o] = sw
-	workerMemory.hold(idle)
+	workerMemory.Hold(idle)
 	return sw, nil
 }
 

@@ -91,7 +91,7 @@ type commitFn struct {
 
 	committer *committer.Committer
 	pause     time.Duration
-	fp        fingerprint
+	marker    markerSettings
 	guard     settingsGuard
 	parts     partitionGuard
 }
@@ -119,11 +119,11 @@ func (f *commitFn) init(client committer.S3) error {
 	}
 	f.pause = time.Second
 	if len(f.Settings) > 0 {
-		fp, err := decodeFingerprint(f.Settings)
+		ms, err := decodeSettings(f.Settings)
 		if err != nil {
 			return fmt.Errorf("s3once sink: the run's settings marker: %w", err)
 		}
-		f.fp = fp
+		f.marker = ms
 	}
 	return nil
 }
@@ -170,8 +170,8 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 	if err := checkOwnToken(f.S, cr); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	if f.fp != nil { // the settings marker, before the first commit
-		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.fp, commitGuardDone); err != nil {
+	if f.marker != nil { // the settings marker, before the first commit
+		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.marker, commitGuardDone); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}

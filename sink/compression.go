@@ -84,16 +84,22 @@ func (Gzip) ContentType() string { return "application/gzip" }
 
 // Zstd compresses with github.com/klauspost/compress/zstd, synchronously (one
 // goroutine), so that its output depends on its input alone. Files are
-// concatenations of zstd frames. Level zero means zstd.SpeedDefault.
+// concatenations of zstd frames. Level is a zstd level, 1 (fastest) to 22,
+// as the zstd command takes it, which the library maps to the nearest of
+// its four encoders (zstd.EncoderLevelFromZstd); zero means the library's
+// default, zstd level 3.
 type Zstd struct {
-	Level zstd.EncoderLevel
+	Level int
 }
 
 // NewWriter starts a zstd frame on w.
 func (z Zstd) NewWriter(w io.Writer) (io.WriteCloser, error) {
-	level := z.Level
-	if level == 0 {
-		level = zstd.SpeedDefault
+	level := zstd.SpeedDefault
+	switch {
+	case z.Level < 0 || z.Level > 22:
+		return nil, fmt.Errorf("zstd: level %d is not in [1, 22] (0 means the default)", z.Level)
+	case z.Level > 0:
+		level = zstd.EncoderLevelFromZstd(z.Level)
 	}
 	enc, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(level))
 	if err != nil {

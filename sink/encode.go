@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"reflect"
 
@@ -11,6 +10,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+
+	"github.com/s3once/s3once/internal/pack"
+	"github.com/s3once/s3once/internal/shard"
 )
 
 // Destination function shapes (see Config.Destination).
@@ -73,13 +75,13 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 
 // encodeFn formats each element as a record and keys it by its shard:
 // KV<shard key, pack>, where a pack holds one or more records of that key
-// (see pack.go). Formatting happens here so that later stages only move
-// bytes, and the shard is a hash of the record's bytes, so that equal inputs
-// shard equally.
+// (package internal/pack). Formatting happens here so that later stages
+// only move bytes, and the shard is a hash of the record's bytes, so that
+// equal inputs shard equally.
 //
 // Input in the global window with the default trigger (all bounded input
 // that is not windowed or triggered) is packed: the records of a bundle gather
-// per shard key into packs of up to packBytes, emitted when full or at the end
+// per shard key into packs of up to 1 MiB, emitted when full or at the end
 // of the bundle, so that the runner shuffles a few large elements instead of
 // one small element per record. That is where a runner spends most of the
 // time of a pipeline that writes small records. A pack carries the earliest
@@ -90,9 +92,9 @@ func destinationShape(t reflect.Type, elem reflect.Type) (int, error) {
 // do not depend on packing.
 //
 // It carries only what it reads: the format's name, the shard count, the
-// output version (which picks the shard hash, see sharder), the record size
-// bound, the Destination function and whether to pack; no bucket, endpoint
-// or credentials.
+// output version (which picks the shard hash, internal/shard), the record
+// size bound, the Destination function and whether to pack; no bucket,
+// endpoint or credentials.
 type encodeFn struct {
 	Format       string            `json:"format"`
 	Shards       int               `json:"shards"`
@@ -104,19 +106,19 @@ type encodeFn struct {
 	OutputVersion int `json:"outputVersion"`
 
 	format Format
-	shards *sharder
+	shards *shard.Sharder
 	dest   reflectx.Func
 	buf    []byte
-	packs  packer
+	packs  pack.Packer[beam.EventTime]
 	// received counts the bundle's records, for records_received.
 	received int64
 }
 
 // newEncodeFn makes the Encode stage's DoFn from the settings, for a
-// Destination function of shape kind (dest is nil for none); pack says whether
-// records are packed per bundle (see packable).
-func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, pack bool) *encodeFn {
-	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: pack,
+// Destination function of shape kind (dest is nil for none); packed says
+// whether records are packed per bundle (see packable).
+func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, packed bool) *encodeFn {
+	return &encodeFn{Format: s.Format, Shards: s.Shards, MaxFileBytes: s.MaxFileBytes, Dest: dest, DestKind: kind, Pack: packed,
 		OutputVersion: s.OutputVersion}
 }
 
@@ -151,13 +153,13 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 	if int64(len(f.buf)) > f.MaxFileBytes {
 		return fmt.Errorf("s3once sink: destination %q: a record of %d bytes exceeds MaxFileBytes (%d); raise MaxFileBytes (and MaxBatchBytes)", dest, len(f.buf), f.MaxFileBytes)
 	}
-	key := shardKey(f.shards.shard(f.buf), dest)
+	key := shardKey(f.shards.Of(f.buf), dest)
 	f.received++
 	if !f.Pack {
-		emit(ts, key, appendRecord(newPack(len(f.buf)+binary.MaxVarintLen64), f.buf))
+		emit(ts, key, pack.Of(f.buf))
 		return nil
 	}
-	f.packs.add(key, ts, f.buf, emit)
+	f.packs.Add(key, ts, f.buf, emit)
 	return nil
 }
 
@@ -165,7 +167,7 @@ func (f *encodeFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 // window, where Beam puts what FinishBundle emits), and counts the bundle's
 // records once, not per record.
 func (f *encodeFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, []byte, []byte)) {
-	f.packs.flush(emit)
+	f.packs.Flush(emit)
 	metricReceived.Inc(ctx, f.received)
 	f.received = 0
 }
@@ -191,6 +193,15 @@ func (f *encodeFn) destination(w beam.Window, elem beam.T) (string, error) {
 		return "", fmt.Errorf("s3once sink: Destination returned a bad path: %w", err)
 	}
 	return dest, nil
+}
+
+// newSharder returns the shard hash of an output version (1 or 2) for
+// shards shards, 1 to MaxShards (package internal/shard).
+func newSharder(version, shards int) (*shard.Sharder, error) {
+	if shards > MaxShards {
+		return nil, fmt.Errorf("shard count %d is not in [1, %d]", shards, MaxShards)
+	}
+	return shard.New(version, shards)
 }
 
 // packable reports whether Encode packs col's records (see encodeFn): they

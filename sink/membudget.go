@@ -4,32 +4,29 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
+	"github.com/s3once/s3once/internal/membudget"
 	"github.com/s3once/s3once/recoverable"
 )
 
-// The worker's memory budget (Config.MaxWorkerMemory). One budget serves
-// every Write in the process: the batches the Batch stage gathers and the
-// encodings it hands the runner, the batches the writer holds, the part
-// buffers of the files it writes, and their Parquet row groups. Its
-// capacity is the smallest MaxWorkerMemory of the Writes whose stages
-// have started in the process.
+// The worker's memory budget (Config.MaxWorkerMemory), a
+// membudget.Budget. One budget serves every Write in the process: the
+// batches the Batch stage gathers and the encodings it hands the runner,
+// the batches the writer holds, the part buffers of the files it writes,
+// and their Parquet row groups. Its capacity is the smallest
+// MaxWorkerMemory of the Writes whose stages have started in the process.
 //
 // Nobody waits for memory while holding any, which is what keeps the
 // budget free of deadlock whether or not the runner fuses Batch with the
 // writer:
 //
-//   - Batch reserves as it gathers, without waiting (tryAcquire). When the
+//   - Batch reserves as it gathers, without waiting (TryAcquire). When the
 //     budget is short it spills the group to local disk and lets go of
-//     what it held; it then waits (acquire) for each sub-batch it reads
+//     what it held; it then waits (Acquire) for each sub-batch it reads
 //     back, holding nothing, and lets go once the runner took it. A group
 //     spilled for memory alone keeps its sub-batch count (one when it
 //     fits MaxBatchBytes), so the files' names and bytes do not depend on
@@ -40,161 +37,21 @@ import (
 //     self-checkpoint before its first record) and asks to be resumed
 //     later: the runner holds the batch meanwhile, not the worker. A batch
 //     decoded from the runner's bytes keeps its records encoded until the
-//     reservation succeeds (encodedRecords), so a batch given back cost
+//     reservation succeeds (batch.held), so a batch given back cost
 //     the sink no allocation and goes back as the bytes it came in.
-//
-// Waiters are served in order, and a reservation without waiting fails
-// while anybody waits, so that a large wait is not starved by small
-// reservations. A nil *memBudget reserves nothing and never waits.
-type memBudget struct {
-	mu       sync.Mutex
-	capacity int64 // 0 until a stage sets it
-	used     int64
-	pinned   int64 // of used, held for good (hold)
-	peak     int64
-	queue    []*memWaiter
-	clamped  bool // a need above the capacity was clamped (warned once)
-}
-
-type memWaiter struct {
-	n     int64
-	ready chan struct{}
-}
 
 // workerMemory is the process's budget.
-var workerMemory = &memBudget{}
+var workerMemory = newWorkerBudget()
 
-// limit makes c the capacity if it is the smallest seen.
-func (m *memBudget) limit(c int64) {
-	if c <= 0 {
-		return
+// newWorkerBudget makes a budget that counts its waits (memory_waits) and
+// warns of a need it clamps.
+func newWorkerBudget() *membudget.Budget {
+	return &membudget.Budget{
+		Waited: func(ctx context.Context) { metricMemoryWaits.Inc(ctx, 1) },
+		Clamped: func(ctx context.Context, what string, need, left int64) {
+			log.Warnf(ctx, "s3once sink: %s needs %d bytes of memory, more than the %d of the worker's budget (the smallest MaxWorkerMemory of the Writes in this process) that its idle part buffers leave: it waits until the worker holds nothing else, and the sink's memory may exceed the budget; raise MaxWorkerMemory or lower MaxBatchBytes, PartSize or Concurrency", what, need, left)
+		},
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.capacity == 0 || c < m.capacity {
-		m.capacity = c
-	}
-}
-
-// fit clamps a need to the capacity: a need above what the pinned part
-// buffers leave of it (another Write in the process set a smaller budget,
-// or records so small that their slice headers outweigh them) takes the
-// whole budget once nothing else is reserved (see fits), and is reported
-// once.
-func (m *memBudget) fit(ctx context.Context, n int64, what string) int64 {
-	if m == nil {
-		return n
-	}
-	m.mu.Lock()
-	capacity, whole, warn := m.capacity-m.pinned, m.capacity, false
-	if m.capacity > 0 && n > capacity {
-		warn, m.clamped = !m.clamped, true
-	}
-	m.mu.Unlock()
-	if whole <= 0 || n <= capacity {
-		return n
-	}
-	if warn {
-		log.Warnf(ctx, "s3once sink: %s needs %d bytes of memory, more than the %d of the worker's budget (the smallest MaxWorkerMemory of the Writes in this process) that its idle part buffers leave: it waits until the worker holds nothing else, and the sink's memory may exceed the budget; raise MaxWorkerMemory or lower MaxBatchBytes, PartSize or Concurrency", what, n, max(capacity, 0))
-	}
-	return whole
-}
-
-// tryAcquire reserves n bytes if they are free and nobody waits.
-func (m *memBudget) tryAcquire(n int64) bool {
-	if m == nil {
-		return true
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.capacity > 0 && (len(m.queue) > 0 || !m.fits(n)) {
-		return false
-	}
-	m.take(n)
-	return true
-}
-
-// acquire reserves n bytes (at most the capacity: see fit), waiting in line
-// until they are free. The caller must hold no reservation of its own.
-func (m *memBudget) acquire(ctx context.Context, n int64) error {
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	if m.capacity <= 0 || (len(m.queue) == 0 && m.fits(n)) {
-		m.take(n)
-		m.mu.Unlock()
-		return nil
-	}
-	w := &memWaiter{n: n, ready: make(chan struct{})}
-	m.queue = append(m.queue, w)
-	m.mu.Unlock()
-	metricMemoryWaits.Inc(ctx, 1)
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	select {
-	case <-w.ready: // granted meanwhile: give it back
-		m.used -= n
-	default:
-		for i, q := range m.queue {
-			if q == w {
-				m.queue = append(m.queue[:i], m.queue[i+1:]...)
-				break
-			}
-		}
-	}
-	m.grant()
-	return ctx.Err()
-}
-
-// release gives n reserved bytes back.
-func (m *memBudget) release(n int64) {
-	if m == nil || n == 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.used -= n
-	m.grant()
-}
-
-// fits reports whether n bytes can be reserved now: they are free, or
-// nothing but the pinned buffers is reserved, so that a need the capacity
-// cannot hold beside them (see fit) is served once the worker is otherwise
-// idle, never refused for good; m.mu is held.
-func (m *memBudget) fits(n int64) bool {
-	return m.used+n <= m.capacity || m.used <= m.pinned
-}
-
-// take reserves n; m.mu is held.
-func (m *memBudget) take(n int64) {
-	m.used += n
-	m.peak = max(m.peak, m.used)
-}
-
-// grant serves the waiters in line whose need is now free; m.mu is held.
-func (m *memBudget) grant() {
-	for len(m.queue) > 0 {
-		w := m.queue[0]
-		if !m.fits(w.n) {
-			return
-		}
-		m.take(w.n)
-		close(w.ready)
-		m.queue = m.queue[1:]
-	}
-}
-
-// state returns the capacity, the bytes reserved now and their peak.
-func (m *memBudget) state() (capacity, used, peak int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.capacity, m.used, m.peak
 }
 
 var (
@@ -283,56 +140,4 @@ func recordBytes(lines [][]byte) int64 {
 		n += int64(len(l))
 	}
 	return n
-}
-
-// hold reserves n bytes for good, whatever is free: the idle part buffers
-// of a shared stream writer (worker.writer).
-func (m *memBudget) hold(n int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.take(n)
-	m.pinned += n
-}
-
-// batchEmitter is the Batch stage's emitter. The SDK's generated emitter
-// (register.Emitter1) keeps the element it last emitted in a field that it
-// reuses, so a DoFn instance that the runner keeps for later bundles holds
-// its last batch (its records, up to MaxBatchBytes) after its
-// reservation ended, and a worker with many instances holds many. This one
-// passes each element on in a value of its own, and once the stage has
-// taken it lets go of its records (handedOver): the restriction invokers
-// of the splittable writer that follows keep their last element until the
-// bundle ends, and a bundle of many groups would otherwise hold the last
-// batch while it gathers the next.
-type batchEmitter struct {
-	n   exec.ElementProcessor
-	est *sdf.WatermarkEstimator
-	ctx context.Context
-	pn  typex.PaneInfo
-	ws  []typex.Window
-	et  typex.EventTime
-}
-
-func newBatchEmitter(n exec.ElementProcessor) exec.ReusableEmitter { return &batchEmitter{n: n} }
-
-func (e *batchEmitter) Init(ctx context.Context, pn typex.PaneInfo, ws []typex.Window, et typex.EventTime) error {
-	e.ctx, e.pn, e.ws, e.et = ctx, pn, ws, et
-	return nil
-}
-
-func (e *batchEmitter) AttachEstimator(est *sdf.WatermarkEstimator) { e.est = est }
-
-func (e *batchEmitter) Value() any { return e.invoke }
-
-func (e *batchEmitter) invoke(b batch) {
-	if e.est != nil {
-		(*e.est).(sdf.TimestampObservingEstimator).ObserveTimestamp(e.et.ToTime())
-	}
-	b = b.emitted()
-	defer b.encoded.handedOver()
-	if err := e.n.ProcessElement(e.ctx, &exec.FullValue{Pane: e.pn, Windows: e.ws, Timestamp: e.et, Elm: b}); err != nil {
-		// As the SDK's emitters do: the DoFn's invoker turns it into
-		// the bundle's error.
-		panic(err)
-	}
 }

@@ -3,8 +3,8 @@ package sink
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -80,10 +80,18 @@ func TestWorkerBudgetOnPrism(t *testing.T) {
 		// its own, whose idle part buffers the new budget holds: a worker
 		// made before held them in the old one.
 		saved := workerMemory
-		budget := &memBudget{}
+		budget := newWorkerBudget()
+		// waited closes at the first wait for memory, which the budget
+		// still counts.
+		waited, count := make(chan struct{}), budget.Waited
+		var first sync.Once
+		budget.Waited = func(ctx context.Context) {
+			first.Do(func() { close(waited) })
+			count(ctx)
+		}
 		workerMemory = budget
 		defer func() { workerMemory = saved }()
-		budget.limit(limit)
+		budget.Limit(limit)
 		cfg := testConfig(bucket, name)
 		cfg.StagingPrefix = ".s3once/" + bucket + "-" + name + "/"
 		cfg.Shards = shards
@@ -109,12 +117,12 @@ func TestWorkerBudgetOnPrism(t *testing.T) {
 		// Without them held, the run would gather batches without waiting
 		// that its writer could never reserve beside the other Write's
 		// memory, which waits for a wait.
-		if _, used, _ := budget.state(); used != idle {
+		if used := budget.Usage().Used; used != idle {
 			t.Fatalf("%s: the worker's stream writer holds %d bytes of idle part buffers in the new budget, want %d", name, used, idle)
 		}
 		done, released := make(chan struct{}), make(chan struct{})
 		if held > 0 {
-			if !budget.tryAcquire(held) {
+			if !budget.TryAcquire(held) {
 				t.Fatalf("%s: the other Write's %d bytes do not fit an empty budget", name, held)
 			}
 			// The other Write lets go once a stage of this one waits for
@@ -123,20 +131,12 @@ func TestWorkerBudgetOnPrism(t *testing.T) {
 			// its first group waits before it emits a batch: its first
 			// reservation, or the read back of the group it spilled, needs
 			// more than the megabyte left.
-			waiting := func() bool {
-				budget.mu.Lock()
-				defer budget.mu.Unlock()
-				return len(budget.queue) > 0
-			}
 			go func() {
 				defer close(released)
-				defer budget.release(held)
-				for !waiting() {
-					select {
-					case <-done:
-						return
-					case <-time.After(time.Millisecond):
-					}
+				defer budget.Release(held)
+				select {
+				case <-waited:
+				case <-done:
 				}
 			}()
 		} else {
@@ -151,10 +151,8 @@ func TestWorkerBudgetOnPrism(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		capacity, used, peak := budget.state()
-		budget.mu.Lock()
-		pinned := budget.pinned
-		budget.mu.Unlock()
+		u := budget.Usage()
+		capacity, used, peak, pinned := u.Capacity, u.Used, u.Peak, u.Pinned
 		n := counters(pr)
 		t.Logf("%s: reservations peaked at %.1f MiB of %d MiB (%.1f MiB of it idle part buffers, %.1f MiB the other Write's); memory_waits %d, memory_spills %d, memory_deferrals %d",
 			name, float64(peak)/(1<<20), capacity>>20, float64(pinned)/(1<<20), float64(held)/(1<<20), n["memory_waits"], n["memory_spills"], n["memory_deferrals"])

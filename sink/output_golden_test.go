@@ -25,6 +25,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/testkit/golden"
 	"github.com/s3once/s3once/internal/testkit/s3mem"
 )
 
@@ -321,7 +322,7 @@ func readAll(t *testing.T, c *s3.Client, bucket string) map[string][]byte {
 // rewrites dir under -update.
 func compareGolden(t *testing.T, dir string, got map[string][]byte) {
 	t.Helper()
-	if *update {
+	if *golden.Update {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}

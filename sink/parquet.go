@@ -1,16 +1,15 @@
 package sink
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 
-	"github.com/s3once/s3once/internal/parquetrow"
+	"github.com/s3once/s3once/internal/filebody"
+	"github.com/s3once/s3once/internal/parquetbody"
 )
 
 func init() {
@@ -25,16 +24,6 @@ const (
 	MinRowGroupBytes = 1 << 10
 	MaxRowGroupBytes = MaxMaxBatchBytes
 )
-
-// parquetCreatedBy is the created_by string of every file's footer, by
-// output version. It is fixed here, not taken from the library's build
-// information, so that a file's bytes do not depend on how the program was
-// built. Change it with the library's version: a new version may encode
-// other bytes anyway.
-var parquetCreatedBy = map[int]string{
-	1: "s3once version 1 (build parquet-go v0.32.0)",
-	2: "s3once version 2 (build parquet-go v0.32.0)",
-}
 
 // ParquetOptions are the settings of Format "parquet" (Config.Parquet). Zero
 // values mean the defaults. Every one of them changes a file's bytes.
@@ -65,14 +54,6 @@ type parquetSettings struct {
 	Row             *beam.EncodedType `json:"row,omitempty"`
 }
 
-// parquetCodecs are the page codecs ParquetOptions.Compression names.
-var parquetCodecs = map[string]compress.Codec{
-	"snappy": &parquet.Snappy,
-	"zstd":   &parquet.Zstd,
-	"gzip":   &parquet.Gzip,
-	"none":   &parquet.Uncompressed,
-}
-
 // applyParquet checks opts against s's format and compression, and fills
 // s.Parquet when the format is Parquet. It returns the problems found.
 func (s *settings) applyParquet(opts ParquetOptions) []string {
@@ -94,7 +75,7 @@ func (s *settings) applyParquet(opts ParquetOptions) []string {
 	if p.Compression == "" {
 		p.Compression = "snappy"
 	}
-	if _, ok := parquetCodecs[p.Compression]; !ok {
+	if !parquetbody.KnownCompression(p.Compression) {
 		problems = append(problems, fmt.Sprintf("Parquet.Compression %q must be \"snappy\", \"zstd\", \"gzip\" or \"none\" (empty means \"snappy\")", opts.Compression))
 	}
 	if p.RowGroupBytes == 0 {
@@ -122,24 +103,55 @@ func (s *settings) bindParquetRow(t reflect.Type) {
 
 // parquetRowType is the type the writer decodes records into and derives
 // the file's schema from: the element type in output version 1, its list
-// type (listType) from version 2 on. It checks that type's schema.
+// type (parquetbody.ListType) from version 2 on. It checks that type's
+// schema.
 func (s settings) parquetRowType() (reflect.Type, error) {
 	if s.Parquet == nil || s.Parquet.Row == nil || s.Parquet.Row.T == nil {
 		return nil, errors.New("the pipeline was built without the Parquet element type")
 	}
 	t := s.Parquet.Row.T
 	if s.OutputVersion >= 2 {
-		lt, err := listType(t)
+		lt, err := parquetbody.ListType(t)
 		if err != nil {
 			return nil, err
 		}
 		t = lt
 	}
-	if _, err := parquetSchema(t); err != nil {
+	if _, err := parquetbody.Schema(t); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
+
+// bodyKind makes the bodies of s's files, whose format is f and codec c:
+// Parquet's, or a line format's (its header, then the records, compressed
+// by c).
+func (s settings) bodyKind(f Format, c Codec) (filebody.Kind, error) {
+	if s.Parquet == nil {
+		var header []byte
+		if h, ok := f.(FileHeader); ok {
+			header = h.FileHeader()
+		}
+		return filebody.Lines(c, header), nil
+	}
+	row, err := s.parquetRowType()
+	if err != nil {
+		return nil, err
+	}
+	return parquetbody.New(parquetbody.Options{Row: row, Compression: s.Parquet.Compression,
+		RowGroupBytes: s.Parquet.RowGroupBytes, RowGroupRecords: s.Parquet.RowGroupRecords, Version: s.OutputVersion,
+		Replayed: func(ctx context.Context, records int64) {
+			metricParquetReplays.Inc(ctx, 1)
+			metricParquetReplayedRecord.Inc(ctx, records)
+		}})
+}
+
+// Counters of Parquet resumes that re-encoded the file's records, and of
+// those records.
+var (
+	metricParquetReplays        = beam.NewCounter("s3once", "parquet_replays")
+	metricParquetReplayedRecord = beam.NewCounter("s3once", "parquet_records_replayed")
+)
 
 // Parquet writes Go structs as Apache Parquet files, with
 // github.com/parquet-go/parquet-go; see the package documentation's
@@ -147,40 +159,10 @@ func (s settings) parquetRowType() (reflect.Type, error) {
 // bytes. Its settings are in Config.Parquet; it is registered as "parquet".
 type Parquet struct{}
 
-var parquetRowCodecs sync.Map // reflect.Type -> *parquetrow.Codec
-
-// parquetRowCodec returns the row codec of t, checking t's Parquet schema
-// the first time.
-func parquetRowCodec(t reflect.Type) (*parquetrow.Codec, error) {
-	if c, ok := parquetRowCodecs.Load(t); ok {
-		return c.(*parquetrow.Codec), nil
-	}
-	c, err := parquetrow.New(t)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := parquetSchema(t); err != nil {
-		return nil, err
-	}
-	parquetRowCodecs.Store(t, c)
-	return c, nil
-}
-
-// parquetSchema is parquet-go's schema of t. parquet-go panics on a type or a
-// tag it cannot map; that is an error here.
-func parquetSchema(t reflect.Type) (schema *parquet.Schema, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			schema, err = nil, fmt.Errorf("format \"parquet\": type %v has no Parquet schema: %v", t, r)
-		}
-	}()
-	return parquet.SchemaOf(reflect.New(t).Interface()), nil
-}
-
 // CheckType accepts struct types whose fields all have a deterministic
 // Parquet form, and names the first field that has none.
 func (Parquet) CheckType(t reflect.Type) error {
-	_, err := parquetRowCodec(t)
+	_, err := parquetbody.RowCodec(t)
 	return err
 }
 
@@ -190,7 +172,7 @@ func (Parquet) Append(dst []byte, elem any) ([]byte, error) {
 	if !v.IsValid() {
 		return dst, errors.New("format \"parquet\": nil element")
 	}
-	c, err := parquetRowCodec(v.Type())
+	c, err := parquetbody.RowCodec(v.Type())
 	if err != nil {
 		return dst, err
 	}

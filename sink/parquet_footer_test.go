@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/s3once/s3once/internal/parquetbody"
 )
 
 // TestFooterSummary: the summary the writer keeps of a file's footer
@@ -21,8 +23,7 @@ func TestFooterSummary(t *testing.T) {
 		}
 	}
 	for _, version := range []int{1, 2} {
-		f, file := writeParquet(t, version, 2, events)
-		sum := f.footer
+		sum, file := writeParquet(t, version, 2, events)
 		if len(sum.RowGroupOffsets) != 21 || sum.RowGroupOffsets[0] != 4 || !slices.IsSorted(sum.RowGroupOffsets) {
 			t.Errorf("v%d: row group offsets %v; want 21, the first at 4, in order", version, sum.RowGroupOffsets)
 		}
@@ -97,12 +98,12 @@ func TestFooterSummaryLongAndNull(t *testing.T) {
 	for i := range events {
 		events[i].Opt = nil
 	}
-	f, _ := writeParquet(t, 2, 4, events)
-	for _, c := range f.footer.Columns {
+	sum, _ := writeParquet(t, 2, 4, events)
+	for _, c := range sum.Columns {
 		switch strings.Join(c.Path, ".") {
 		case "Name":
-			if !c.HasBounds || len(c.Max) > parquetStatBytes || len(c.Min) > parquetStatBytes {
-				t.Errorf("Name: bounds [%q, %q] (%v); want at most %d bytes each", c.Min, c.Max, c.HasBounds, parquetStatBytes)
+			if !c.HasBounds || len(c.Max) > parquetbody.StatBytes || len(c.Min) > parquetbody.StatBytes {
+				t.Errorf("Name: bounds [%q, %q] (%v); want at most %d bytes each", c.Min, c.Max, c.HasBounds, parquetbody.StatBytes)
 			}
 			for _, e := range events {
 				if e.Name < string(c.Min) || e.Name > string(c.Max) {

@@ -72,7 +72,7 @@ func pqGoldenEvents() []pqEvent {
 // (a rerun after an upgrade would find its key taken by other bytes): a new
 // parquet-go version that encodes differently fails here. Regenerate only on
 // purpose, with `go test ./sink/ -run TestParquetGolden -update`, change
-// parquetCreatedBy with it, and say in the release notes that Parquet files
+// the created_by string (internal/parquetbody) with it, and say in the release notes that Parquet files
 // written before cannot be rerun.
 func TestParquetGolden(t *testing.T) {
 	events := pqGoldenEvents()

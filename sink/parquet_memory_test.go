@@ -1,11 +1,11 @@
 package sink
 
 import (
-	"io"
 	"runtime"
 	"strconv"
 	"testing"
 
+	"github.com/s3once/s3once/internal/filebody"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -37,7 +37,7 @@ func BenchmarkParquetOpenFileMemory(b *testing.B) {
 	for _, rg := range []int64{8 << 20, DefaultRowGroupBytes} {
 		b.Run("row-group="+strconv.FormatInt(rg>>20, 10)+"MiB", func(b *testing.B) {
 			s := pqSettings(b, "bucket-a", "memory", func(c *Config) { c.Parquet.RowGroupBytes = rg })
-			p, err := newParquetWriters(s)
+			kind, err := s.bodyKind(Parquet{}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -46,21 +46,25 @@ func BenchmarkParquetOpenFileMemory(b *testing.B) {
 			for b.Loop() {
 				n++
 				before := liveHeap()
-				files := make([]*parquetFile, openFiles)
+				files := make([]filebody.Body, openFiles)
 				for i := range files {
-					files[i] = p.start(io.Discard)
-					f := files[i]
+					var out countingWriter
+					if files[i], err = kind.Open(&out, func(what string, err error) error { return err }); err != nil {
+						b.Fatal(err)
+					}
+					var held int64 // record bytes in the open row group
 					for j := 0; ; j++ {
 						row := rows[j%len(rows)]
-						if f.rgBytes+int64(len(row)) >= rg {
+						if held+int64(len(row)) >= rg {
 							break // the next record would end the row group
 						}
-						if err := f.write(row); err != nil {
+						if err := files[i].Write(row); err != nil {
 							b.Fatal(err)
 						}
+						held += int64(len(row))
 					}
-					if f.out.n > 4 { // at most the magic bytes reached the output
-						b.Fatalf("%d bytes left an open row group", f.out.n)
+					if out > 4 { // at most the magic bytes reached the output
+						b.Fatalf("%d bytes left an open row group", out)
 					}
 				}
 				after := liveHeap()
@@ -73,6 +77,14 @@ func BenchmarkParquetOpenFileMemory(b *testing.B) {
 			b.ReportMetric((perFile+partBuffers)/(1<<20), "with-part-buffers-MiB")
 		})
 	}
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // liveHeap is the heap's live bytes after a full collection.

@@ -18,6 +18,7 @@ import (
 	xreader "github.com/xitongsys/parquet-go/reader"
 	xsource "github.com/xitongsys/parquet-go/source"
 
+	"github.com/s3once/s3once/internal/parquetbody"
 	"github.com/s3once/s3once/internal/parquetrow"
 )
 
@@ -107,7 +108,7 @@ func pqEncode(t testing.TB, v any) []byte {
 
 func pqDecode[T any](t testing.TB, b []byte) T {
 	t.Helper()
-	c, err := parquetRowCodec(reflect.TypeFor[T]())
+	c, err := parquetbody.RowCodec(reflect.TypeFor[T]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestParquetRowDecodeRefuses(t *testing.T) {
 		S string
 		P *int8
 	}
-	c, err := parquetRowCodec(reflect.TypeFor[row]())
+	c, err := parquetbody.RowCodec(reflect.TypeFor[row]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func FuzzParquetRowDecode(f *testing.F) {
 		f.Add(pqEncode(f, e))
 	}
 	f.Add([]byte{})
-	c, err := parquetRowCodec(reflect.TypeFor[pqEvent]())
+	c, err := parquetbody.RowCodec(reflect.TypeFor[pqEvent]())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -527,8 +528,8 @@ func checkParquetFile(t testing.TB, file []byte, want []pqEvent, rowGroups, vers
 	}
 	defer pr.ReadStop()
 	ft := pr.Footer
-	if ft.GetCreatedBy() != parquetCreatedBy[version] {
-		t.Errorf("created_by %q, want %q", ft.GetCreatedBy(), parquetCreatedBy[version])
+	if ft.GetCreatedBy() != parquetbody.CreatedBy(version) {
+		t.Errorf("created_by %q, want %q", ft.GetCreatedBy(), parquetbody.CreatedBy(version))
 	}
 	if ft.NumRows != int64(len(want)) || pr.GetNumRows() != int64(len(want)) {
 		t.Fatalf("footer says %d rows, want %d", ft.NumRows, len(want))

@@ -635,7 +635,7 @@ func (p *prober) checkSettings(ctx context.Context) {
 		return
 	}
 	key := ownkeys.SettingsKey(p.s.Prefix)
-	now := p.s.fingerprint()
+	now := p.s.markerSettings()
 	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
 		c, err := p.committer()
 		if err != nil {

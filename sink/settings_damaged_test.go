@@ -18,6 +18,7 @@ import (
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/settingsmarker"
+	"github.com/s3once/s3once/internal/testkit/golden"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
@@ -34,7 +35,7 @@ var markerPairs = []struct{ format, compression string }{
 // each pair (the library versions and canary digests, which change with the
 // libraries, replaced by fixed values), and each holds what
 // settingsmarker.Required asks of its pair, so that the table and
-// fingerprint cannot drift apart.
+// markerSettings cannot drift apart.
 func TestSettingsMarkerPerPair(t *testing.T) {
 	fixed := map[string]string{
 		"compression-canary": "canary-digest", "parquet-canary": "canary-digest",
@@ -46,26 +47,26 @@ func TestSettingsMarkerPerPair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fp := st.fingerprint()
-			if err := settingsmarker.Check(fp); err != nil {
+			ms := st.markerSettings()
+			if err := settingsmarker.Check(ms); err != nil {
 				t.Fatalf("this build's marker: %v", err)
 			}
-			for i, s := range fp {
+			for i, s := range ms {
 				if v, ok := fixed[s.Name]; ok && s.Value != "" {
-					fp[i].Value = v
+					ms[i].Value = v
 				}
 			}
-			golden(t, filepath.Join("..", "..", "internal", "settingsmarker", "testdata", "pairs", p.format+"-"+p.compression+".txt"), encodeFingerprint(fp))
+			golden.File(t, filepath.Join("..", "..", "internal", "settingsmarker", "testdata", "pairs", p.format+"-"+p.compression+".txt"), encodeSettings(ms))
 			// Every setting the table names is written, with a value
 			// where it asks for one.
 			for _, r := range settingsmarker.Required(p.format, st.Compression) {
-				v, ok := fp.Get(r.Name)
+				v, ok := ms.Get(r.Name)
 				if !ok || r.Value && v == "" {
 					t.Errorf("%s = %q, %v; the table asks for it (value %v)", r.Name, v, ok, r.Value)
 				}
 			}
 			// Every setting written is in the table or is optional.
-			for _, s := range fp {
+			for _, s := range ms {
 				if !slices.ContainsFunc(settingsmarker.Required(p.format, st.Compression), func(r settingsmarker.Requirement) bool { return r.Name == s.Name }) &&
 					!slices.Contains(settingsmarker.Optional(), s.Name) {
 					t.Errorf("setting %q is neither required nor optional", s.Name)
@@ -113,13 +114,13 @@ func TestDamagedSettingsMarkerRefused(t *testing.T) {
 		}
 	}
 	lines := strings.SplitAfter(string(whole), "\n")
-	fp, err := decodeFingerprint(whole)
+	ms, err := decodeSettings(whole)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The required settings of the lines after the fifth.
 	var lost []string
-	for _, s := range fp[4:] {
+	for _, s := range ms[4:] {
 		if !slices.Contains(settingsmarker.Optional(), s.Name) {
 			lost = append(lost, s.Name)
 		}
@@ -177,15 +178,15 @@ func TestDamagedSettingsMarkerRefused(t *testing.T) {
 	// A marker of an earlier release: every required setting, none of
 	// those added since. The same settings go through and keep every file.
 	var old settingsmarker.Settings
-	for _, s := range fp {
+	for _, s := range ms {
 		if !slices.Contains(settingsmarker.Optional(), s.Name) {
 			old = append(old, s)
 		}
 	}
-	if len(old) == len(fp) {
+	if len(old) == len(ms) {
 		t.Fatalf("the marker holds no optional setting: %q", whole)
 	}
-	put(encodeFingerprint(old))
+	put(encodeSettings(old))
 	before := relative(t, c, bucket, "out")
 	files := 0
 	for k := range before {
@@ -216,8 +217,8 @@ func TestSettingsGuardDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := goldenFingerprints()["settings_v1.txt"]
-	whole := encodeFingerprint(now)
+	now := goldenMarkers()["settings_v1.txt"]
+	whole := encodeSettings(now)
 	cut := whole[:bytes.LastIndexByte(whole[:len(whole)-1], '\n')+1] // without its last line
 	var all []string
 	for _, r := range settingsmarker.Required("", "") {

@@ -163,31 +163,32 @@ var settingLabels = map[string]string{
 	"shards":                    "Shards",
 }
 
-// setting is one name and value of a marker; fingerprint a marker's
-// content (internal/settingsmarker holds its encoding).
+// setting is one name and value of a settings marker; markerSettings a
+// marker's content, its settings (internal/settingsmarker holds their
+// encoding).
 type (
-	setting     = settingsmarker.Setting
-	fingerprint = settingsmarker.Settings
+	setting        = settingsmarker.Setting
+	markerSettings = settingsmarker.Settings
 )
 
-func encodeFingerprint(fp fingerprint) []byte { return settingsmarker.Encode(fp) }
+func encodeSettings(ms markerSettings) []byte { return settingsmarker.Encode(ms) }
 
-func decodeFingerprint(b []byte) (fingerprint, error) { return settingsmarker.Decode(b) }
+func decodeSettings(b []byte) (markerSettings, error) { return settingsmarker.Decode(b) }
 
-// errSettingsMarker is wrapped by decodeFingerprint's errors.
+// errSettingsMarker is wrapped by the errors of decodeSettings.
 var errSettingsMarker = settingsmarker.ErrInvalid
 
 // maxSettingsBytes bounds a marker (and what is read of one).
 const maxSettingsBytes = settingsmarker.MaxBytes
 
-// fingerprint is what the settings marker records for s: every setting the
-// bytes or names of a file depend on, besides the records themselves, the
+// markerSettings is what the settings marker records for s: every setting
+// the bytes or names of a file depend on, besides the records themselves, the
 // element type and the Destination function (user code, which a rerun's
 // barrier or commit judges by the bytes). A setting that has no effect under
 // the others is recorded as "" (the sync spacing without compression, the
 // Parquet settings of other formats), so that changing it alone is no
 // change.
-func (s settings) fingerprint() fingerprint {
+func (s settings) markerSettings() markerSettings {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	ext := s.fileExt()
 	sync, codecLib, codecOut := "", "", ""
@@ -212,7 +213,7 @@ func (s settings) fingerprint() fingerprint {
 	if s.TargetFileBytes > 0 {
 		shards, target = "auto:"+shards, itoa(s.TargetFileBytes)
 	}
-	return fingerprint{
+	return markerSettings{
 		{Name: "checkpoint-sync-bytes", Value: sync},
 		{Name: "compression", Value: s.Compression},
 		{Name: "compression-canary", Value: codecOut},
@@ -314,7 +315,7 @@ var informational = map[string]bool{"compression-library": true, "parquet-librar
 // (one of settingsmarker.Optional, which a marker of an earlier release
 // lacks, or one a later build records) cannot be judged, and is no change;
 // nor is an informational one.
-func changes(was, now fingerprint) []SettingChange {
+func changes(was, now markerSettings) []SettingChange {
 	var out []SettingChange
 	for _, n := range now {
 		w, ok := was.Get(n.Name)
@@ -348,7 +349,7 @@ var _ folderStore = (*committer.Committer)(nil)
 // that is there but damaged (header line only, a required setting missing)
 // is a *SettingsDamagedError, never "no marker"; done says what this run
 // did about it.
-func readSettings(ctx context.Context, c folderStore, bucket, prefix, done string) (fingerprint, error) {
+func readSettings(ctx context.Context, c folderStore, bucket, prefix, done string) (markerSettings, error) {
 	key := ownkeys.SettingsKey(prefix)
 	b, found, err := c.ReadObject(ctx, bucket, key, maxSettingsBytes)
 	if err != nil {
@@ -362,19 +363,19 @@ func readSettings(ctx context.Context, c folderStore, bucket, prefix, done strin
 
 // decodeMarker decodes a folder's marker and checks that it holds every
 // setting its version requires (settingsmarker.Check).
-func decodeMarker(bucket, key string, b []byte, done string) (fingerprint, error) {
-	fp, err := decodeFingerprint(b)
+func decodeMarker(bucket, key string, b []byte, done string) (markerSettings, error) {
+	ms, err := decodeSettings(b)
 	if err != nil {
 		return nil, fmt.Errorf("the settings marker s3://%s/%s: %w; use a fresh Prefix, or the s3once build that wrote the folder", bucket, key, err)
 	}
-	if err := settingsmarker.Check(fp); err != nil {
+	if err := settingsmarker.Check(ms); err != nil {
 		e := &SettingsDamagedError{Bucket: bucket, Key: key, Done: done}
 		if d := (*settingsmarker.DamagedError)(nil); errors.As(err, &d) {
 			e.Missing, e.Empty, e.Invalid = d.Missing, d.Empty, d.Invalid
 		}
 		return nil, e
 	}
-	return fp, nil
+	return ms, nil
 }
 
 // folderState is what judgeFolder found.
@@ -401,7 +402,7 @@ const legacyVersion = "1"
 // wrote (a listing, stopped at the first s3once file). A marker of other
 // settings, or a folder of another output version, is a
 // SettingsChangedError; done says what this run did about it.
-func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) (folderState, error) {
+func judgeFolder(ctx context.Context, c folderStore, bucket, prefix string, now markerSettings, done string) (folderState, error) {
 	was, err := readSettings(ctx, c, bucket, prefix, done)
 	if err != nil {
 		return 0, err
@@ -464,9 +465,9 @@ func anyFile(ctx context.Context, c folderStore, bucket, prefix string) (file, m
 // stampFolder writes this run's marker in a new folder (If-None-Match). A
 // marker found in place (another worker's, a concurrent run's) is compared
 // with this run's settings.
-func stampFolder(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) error {
+func stampFolder(ctx context.Context, c folderStore, bucket, prefix string, now markerSettings, done string) error {
 	key := ownkeys.SettingsKey(prefix)
-	have, written, err := c.PutOnce(ctx, bucket, key, encodeFingerprint(now), "text/plain; charset=us-ascii", maxSettingsBytes)
+	have, written, err := c.PutOnce(ctx, bucket, key, encodeSettings(now), "text/plain; charset=us-ascii", maxSettingsBytes)
 	if err != nil {
 		return fmt.Errorf("write the settings marker: %w", err)
 	}
@@ -493,7 +494,7 @@ type settingsGuard struct {
 }
 
 // check runs before a commit.
-func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix string, now fingerprint, done string) error {
+func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix string, now markerSettings, done string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ok {

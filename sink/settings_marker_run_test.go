@@ -43,11 +43,11 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 	before := relative(t, c, bucket, "out")
 	markerKey := ownkeys.SettingsKey("out")
 	marker := s3test.Object(t, c, bucket, markerKey)
-	fp, err := decodeFingerprint(marker)
+	ms, err := decodeSettings(marker)
 	if err != nil {
 		t.Fatalf("the marker the run wrote: %v", err)
 	}
-	if v, _ := fp.Get("compression"); v != "gzip" {
+	if v, _ := ms.Get("compression"); v != "gzip" {
 		t.Fatalf("the marker records compression %q", v)
 	}
 	unchanged := func(when string) {
@@ -172,16 +172,16 @@ func TestSettingsGuard(t *testing.T) {
 	ctx := context.Background()
 	// Markers hold every setting their version requires: the golden one's,
 	// with some values set.
-	with := func(values ...string) fingerprint {
-		fp := slices.Clone(goldenFingerprints()["settings_v1.txt"])
+	with := func(values ...string) markerSettings {
+		ms := slices.Clone(goldenMarkers()["settings_v1.txt"])
 		for i := 0; i+1 < len(values); i += 2 {
-			j := slices.IndexFunc(fp, func(s setting) bool { return s.Name == values[i] })
+			j := slices.IndexFunc(ms, func(s setting) bool { return s.Name == values[i] })
 			if j < 0 {
 				t.Fatalf("no setting %q", values[i])
 			}
-			fp[j].Value = values[i+1]
+			ms[j].Value = values[i+1]
 		}
-		return fp
+		return ms
 	}
 	mine := with("output-version", "2", "shards", "4")
 	other := with("output-version", "2", "shards", "8")
@@ -191,7 +191,7 @@ func TestSettingsGuard(t *testing.T) {
 	if err := g.check(ctx, cm, bucket, "w", mine, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if got := s3test.Object(t, c, bucket, "w/_s3once_settings"); !bytes.Equal(got, encodeFingerprint(mine)) {
+	if got := s3test.Object(t, c, bucket, "w/_s3once_settings"); !bytes.Equal(got, encodeSettings(mine)) {
 		t.Fatalf("the marker holds %q", got)
 	}
 	// Another worker of the same run: it finds the marker in place.

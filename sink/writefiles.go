@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/filebody"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -49,7 +50,7 @@ type writeFilesFn struct {
 
 	writer    *recoverable.Writer
 	committer *committer.Committer
-	bodies    bodyKind
+	bodies    filebody.Kind
 	ext       string
 	oo        recoverable.ObjectOptions
 
@@ -64,7 +65,7 @@ type writeFilesFn struct {
 }
 
 func (f *writeFilesFn) Setup(ctx context.Context) error {
-	workerMemory.limit(f.S.MaxWorkerMemory)
+	workerMemory.Limit(f.S.MaxWorkerMemory)
 	w, err := f.S.worker(ctx)
 	if err != nil {
 		return err
@@ -98,7 +99,7 @@ func (f *writeFilesFn) init(client s3API) error {
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	if f.bodies, err = newBodyKind(f.S, format, codec); err != nil {
+	if f.bodies, err = f.S.bodyKind(format, codec); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
 	f.ext = format.Extension() + codec.Extension()
@@ -160,9 +161,9 @@ type finalizingWriteFilesFn struct {
 	// marker, rerun with another Format or Compression).
 	Ext string `json:"ext,omitempty"`
 
-	fp    fingerprint
-	guard settingsGuard
-	parts partitionGuard
+	marker markerSettings
+	guard  settingsGuard
+	parts  partitionGuard
 }
 
 func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
@@ -170,11 +171,11 @@ func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
 		return err
 	}
 	if len(f.Settings) > 0 {
-		fp, err := decodeFingerprint(f.Settings)
+		ms, err := decodeSettings(f.Settings)
 		if err != nil {
 			return fmt.Errorf("s3once sink: the run's settings marker: %w", err)
 		}
-		f.fp = fp
+		f.marker = ms
 	}
 	return nil
 }
@@ -182,8 +183,8 @@ func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
 // ProcessElement is writeFilesFn's, with the bundle's finalizer, once the
 // folder's settings marker is known to hold this run's settings.
 func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
-	if f.fp != nil {
-		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.fp, "this run committed nothing; its uploads are left for the sweep"); err != nil {
+	if f.marker != nil {
+		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.marker, "this run committed nothing; its uploads are left for the sweep"); err != nil {
 			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 		}
 	}
@@ -216,16 +217,16 @@ func (f *writeFilesFn) process(ctx context.Context, bf beam.BundleFinalization, 
 	// they do not fit, the batch goes back to the runner as it is (a
 	// checkpoint before its next record) to be resumed later; a batch from
 	// the runner's bytes goes back as those bytes, its records never
-	// decoded here (encodedRecords).
-	mem := workerMemory.fit(ctx, f.S.writerMemory(size, count), "a batch")
-	if !workerMemory.tryAcquire(mem) {
+	// decoded here (batch.held).
+	mem := workerMemory.Fit(ctx, f.S.writerMemory(size, count), "a batch")
+	if !workerMemory.TryAcquire(mem) {
 		if err := armTracker(rt, rest); err != nil {
 			return sdf.StopProcessing(), err
 		}
 		metricMemoryDeferrals.Inc(ctx, 1)
 		return sdf.ResumeProcessingIn(deferDelay()), nil
 	}
-	defer workerMemory.release(mem)
+	defer workerMemory.Release(mem)
 	if err := b.decodeRecords(); err != nil {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 	}
@@ -318,7 +319,7 @@ type fileWriter struct {
 	seg     int64 // record bytes since the last sync point
 
 	stream *recoverable.Stream // nil when no file is open
-	body   fileBody            // the open file's body, or nil
+	body   filebody.Body       // the open file's body, or nil
 }
 
 func (w *fileWriter) key() string { return fileKey(w.fn.S, w.fn.ext, w.b, w.index) }
@@ -352,7 +353,7 @@ func (w *fileWriter) write(line []byte) error {
 			return err
 		}
 	}
-	if err := w.body.write(line); err != nil {
+	if err := w.body.Write(line); err != nil {
 		return err
 	}
 	n := int64(len(line))
@@ -373,7 +374,7 @@ func (w *fileWriter) open() error {
 	}
 	w.stream = st
 	w.records, w.bytes, w.seg = 0, 0, 0
-	w.body, err = w.fn.bodies.open(st, w.fail)
+	w.body, err = w.fn.bodies.Open(st, w.fail)
 	return err
 }
 
@@ -399,17 +400,19 @@ func (w *fileWriter) recover(rest restriction) error {
 			metricTailsRecovered.Inc(w.ctx, 1)
 		}
 	}
-	w.body, err = w.fn.bodies.resume(w.ctx, st, resumePoint{token: rr, rest: rest, lines: w.b.Lines}, w.fail)
+	at := filebody.Point{Upload: rr.UploadID, Size: rr.Size(), CRC: rr.CRC(),
+		Lines: w.b.Lines, Start: rest.Start, FileRecords: rest.FileRecords, FileBytes: rest.FileBytes}
+	w.body, err = w.fn.bodies.Resume(w.ctx, st, at, w.fail)
 	return err
 }
 
 // mustRewrite tells whether a failed recovery calls for writing the file
 // again: the token's upload is gone, or its parts or tail are missing or
 // altered (recoverable.IsArtifactLost), or the file's body cannot go on
-// from the token (staleBody). Transient failures (network, throttling,
+// from the token (filebody.Stale). Transient failures (network, throttling,
 // timeouts) do not: the runner retries the bundle.
 func mustRewrite(err error) bool {
-	var stale staleBody
+	var stale filebody.Stale
 	return recoverable.IsArtifactLost(err) || errors.As(err, &stale)
 }
 
@@ -436,7 +439,7 @@ func (w *fileWriter) rewrite(rest restriction) error {
 			}
 		}
 	}
-	if synced := w.body == nil || w.body.synced(); w.records != rest.FileRecords || w.bytes != rest.FileBytes || !synced {
+	if synced := w.body == nil || w.body.Synced(); w.records != rest.FileRecords || w.bytes != rest.FileBytes || !synced {
 		return w.fail("rewrite", fmt.Errorf("the restriction %v does not match the batch: %d records and %d bytes rewritten, sync point %v", rest, w.records, w.bytes, synced))
 	}
 	metricRewrittenRecords.Inc(w.ctx, w.records)
@@ -449,7 +452,7 @@ func (w *fileWriter) sync() error {
 	if w.body == nil {
 		return nil
 	}
-	return w.body.sync()
+	return w.body.Sync()
 }
 
 // checkpoint makes the open file durable and returns the residual that
@@ -470,7 +473,7 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 	handOver(rr)
 	r.FileRecords, r.FileBytes = w.records, w.bytes
 	if w.body != nil {
-		w.body.leave(rr.UploadID)
+		w.body.Leave(rr.UploadID)
 		w.body = nil
 	}
 	return r, nil
@@ -482,7 +485,7 @@ func (w *fileWriter) checkpoint(next, end int64) (restriction, error) {
 func (w *fileWriter) close() error {
 	w.seg = 0
 	body := w.body
-	err := body.finish()
+	err := body.Finish()
 	w.body = nil
 	if err != nil {
 		return err
@@ -502,7 +505,7 @@ func (w *fileWriter) close() error {
 		Bucket: cr.Bucket, Key: key, Bytes: cr.Size(), Records: w.records,
 		Window: w.b.Window, Destination: w.b.Destination, Shard: w.b.Shard,
 		FileIndex: w.index, Pane: w.b.Pane, SubBatch: w.b.SubBatch, SubBatches: w.b.SubBatches,
-		CRC64NVME: cr.CRC(), Footer: body.footer(),
+		CRC64NVME: cr.CRC(), Footer: parquetFooter(body.Summary()),
 	}
 	w.emit(pendingFile{Commit: enc, Result: res})
 	w.fn.registerCommit(w.bf, cr)
@@ -563,7 +566,7 @@ func (f *writeFilesFn) registerCommit(bf beam.BundleFinalization, cr recoverable
 // persisted upload is kept for the residual; one never persisted is aborted.
 func (w *fileWriter) dispose() {
 	if w.body != nil {
-		w.body.leave("")
+		w.body.Leave("")
 		w.body = nil
 	}
 	if w.stream == nil {

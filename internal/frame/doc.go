@@ -7,7 +7,10 @@
 // (Castagnoli) over everything before it; coder/FORMAT.md gives the layout.
 // A damaged or cut-off frame gives an error, never a shorter value.
 //
-// Every error this package returns matches recoverable.ErrInvalidToken and
-// exactly one of its sentinels under errors.Is. Package coder re-exports the
-// sentinels and VersionError for its callers.
+// Every error this package returns matches exactly one of its sentinels
+// under errors.Is, and nothing else: the package knows no kind of value.
+// Each user says what a refused value is at its own boundary: package coder
+// wraps the errors as recoverable.ErrInvalidToken (and re-exports the
+// sentinels, with a VersionError of its own), the sink's batches and
+// restrictions as malformed batches and restrictions.
 package frame

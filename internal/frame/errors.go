@@ -3,8 +3,6 @@ package frame
 import (
 	"errors"
 	"fmt"
-
-	"github.com/s3once/s3once/recoverable"
 )
 
 // Sentinel errors, one for each way an encoded value can be refused.
@@ -30,8 +28,8 @@ var (
 	ErrMalformed = errors.New("malformed")
 )
 
-// VersionError reports a version byte this build cannot read. It matches both
-// ErrVersion and recoverable.ErrInvalidToken under errors.Is.
+// VersionError reports a version byte this build cannot read. It matches
+// ErrVersion under errors.Is.
 type VersionError struct {
 	// Kind names the kind of value, such as "resume token".
 	Kind string
@@ -44,20 +42,18 @@ type VersionError struct {
 
 func (e *VersionError) Error() string {
 	if e.Got > e.Max {
-		return fmt.Sprintf("%s: %s: %s version %d is newer than this build reads (versions 1 to %d); decode it with a newer build of s3once",
-			recoverable.ErrInvalidToken, ErrVersion, e.Kind, e.Got, e.Max)
+		return fmt.Sprintf("%s: %s version %d is newer than this build reads (versions 1 to %d); decode it with a newer build of s3once",
+			ErrVersion, e.Kind, e.Got, e.Max)
 	}
-	return fmt.Sprintf("%s: %s: %s version %d was never written (this build reads versions 1 to %d)",
-		recoverable.ErrInvalidToken, ErrVersion, e.Kind, e.Got, e.Max)
+	return fmt.Sprintf("%s: %s version %d was never written (this build reads versions 1 to %d)",
+		ErrVersion, e.Kind, e.Got, e.Max)
 }
 
-// Unwrap lets errors.Is match ErrVersion and recoverable.ErrInvalidToken.
-func (e *VersionError) Unwrap() []error {
-	return []error{recoverable.ErrInvalidToken, ErrVersion}
-}
+// Unwrap lets errors.Is match ErrVersion.
+func (e *VersionError) Unwrap() error { return ErrVersion }
 
-// Invalid returns an error that matches recoverable.ErrInvalidToken and
-// sentinel, with a message saying what was wrong.
+// Invalid returns an error that matches sentinel, with a message saying
+// what was wrong.
 func Invalid(sentinel error, format string, args ...any) error {
-	return fmt.Errorf("%w: %w: %s", recoverable.ErrInvalidToken, sentinel, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 }

@@ -91,8 +91,7 @@ func (f Framing) End(b []byte) ([]byte, error) {
 // its payload, which aliases b.
 //
 // It accepts exactly one whole frame whose version is between 1 and
-// maxVersion; otherwise it returns an error matching
-// recoverable.ErrInvalidToken and one of ErrBadMagic (another magic),
+// maxVersion; otherwise it returns an error matching one of ErrBadMagic (another magic),
 // ErrTruncated (b ends before the frame does), ErrTooLarge (the declared
 // length exceeds the bound), ErrChecksum (the CRC-32C does not match),
 // ErrMalformed (bytes after the frame) or ErrVersion (a *VersionError). The

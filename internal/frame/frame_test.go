@@ -79,12 +79,15 @@ func unframe(magic [4]byte, maxVersion byte, b []byte) (byte, []byte, error) {
 	return Framing{Magic: magic}.Unframe(maxVersion, b)
 }
 
-// wantRefusal checks that err matches recoverable.ErrInvalidToken and
-// exactly one sentinel, kind.
+// wantRefusal checks that err matches exactly one sentinel, kind, and not
+// recoverable.ErrInvalidToken: what a refused value is, its user says.
 func wantRefusal(t *testing.T, err, kind error) {
 	t.Helper()
-	if !errors.Is(err, recoverable.ErrInvalidToken) {
-		t.Fatalf("error %v does not match recoverable.ErrInvalidToken", err)
+	if err == nil {
+		t.Fatalf("no error, want %v", kind)
+	}
+	if errors.Is(err, recoverable.ErrInvalidToken) {
+		t.Fatalf("error %v matches recoverable.ErrInvalidToken: the frame says what a value is", err)
 	}
 	var found []error
 	for _, s := range []error{ErrBadMagic, ErrVersion, ErrTruncated, ErrChecksum, ErrTooLarge, ErrMalformed} {

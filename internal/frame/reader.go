@@ -9,8 +9,7 @@ import (
 // integers, minimal uvarints under a bound, and length-prefixed byte strings
 // that alias the payload. The first failure sticks: later reads return zero
 // values, and Finish reports it, so a decoder can read every field and check
-// once. Every failure matches recoverable.ErrInvalidToken and one of this
-// package's sentinels.
+// once. Every failure matches one of this package's sentinels.
 type Reader struct {
 	kind string // the kind of value, for messages
 	b    []byte // the payload

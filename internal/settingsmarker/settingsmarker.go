@@ -24,8 +24,8 @@ type Setting struct{ Name, Value string }
 type Settings []Setting
 
 // Get returns the value of the setting name, and whether the marker has it.
-func (fp Settings) Get(name string) (string, bool) {
-	for _, s := range fp {
+func (m Settings) Get(name string) (string, bool) {
+	for _, s := range m {
 		if s.Name == name {
 			return s.Value, true
 		}
@@ -61,12 +61,12 @@ const (
 var ErrInvalid = errors.New("not a settings marker of this s3once version")
 
 // Encode writes a marker's bytes.
-func Encode(fp Settings) []byte {
+func Encode(m Settings) []byte {
 	var b bytes.Buffer
 	b.WriteString(magic)
 	b.WriteString(strconv.Itoa(version))
 	b.WriteByte('\n')
-	for _, s := range fp {
+	for _, s := range m {
 		b.WriteString(s.Name)
 		b.WriteByte('=')
 		for i := 0; i < len(s.Value); i++ {
@@ -100,7 +100,7 @@ func Decode(b []byte) (Settings, error) {
 	if v != version {
 		return nil, fmt.Errorf("%w: version %d, written by a later s3once; this build reads version %d", ErrInvalid, v, version)
 	}
-	var fp Settings
+	var m Settings
 	for len(rest) > 0 {
 		var line []byte
 		if line, rest, ok = bytes.Cut(rest, []byte{'\n'}); !ok {
@@ -110,16 +110,16 @@ func Decode(b []byte) (Settings, error) {
 		if !ok || !validName(name) {
 			return nil, fmt.Errorf("%w: line %q is not name=value", ErrInvalid, line)
 		}
-		if len(fp) > 0 && fp[len(fp)-1].Name >= string(name) {
+		if len(m) > 0 && m[len(m)-1].Name >= string(name) {
 			return nil, fmt.Errorf("%w: setting %q is out of order", ErrInvalid, name)
 		}
 		val, err := unescape(value)
 		if err != nil {
 			return nil, fmt.Errorf("%w: setting %q: %w", ErrInvalid, name, err)
 		}
-		fp = append(fp, Setting{string(name), val})
+		m = append(m, Setting{string(name), val})
 	}
-	return fp, nil
+	return m, nil
 }
 
 func validName(n []byte) bool {
@@ -314,18 +314,18 @@ func (e *DamagedError) Damage() string {
 
 func (e *DamagedError) Unwrap() error { return ErrDamaged }
 
-// Check reports whether fp holds every setting Required names for its
+// Check reports whether m holds every setting Required names for its
 // format and compression: nil, or a *DamagedError. A marker that decoded to
 // no settings at all (its header line only) is damaged, never "no marker".
-func Check(fp Settings) error {
+func Check(m Settings) error {
 	if mutMarkerSubset() {
 		return nil
 	}
-	format, _ := fp.Get("format")
-	compression, _ := fp.Get("compression")
+	format, _ := m.Get("format")
+	compression, _ := m.Get("compression")
 	var e DamagedError
 	for _, r := range Required(format, compression) {
-		v, ok := fp.Get(r.Name)
+		v, ok := m.Get(r.Name)
 		switch {
 		case !ok:
 			e.Missing = append(e.Missing, r.Name)

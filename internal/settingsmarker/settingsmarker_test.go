@@ -64,29 +64,29 @@ func TestRoundTrip(t *testing.T) {
 	for i := range every {
 		every[i] = byte(i)
 	}
-	for _, fp := range []Settings{
+	for _, ms := range []Settings{
 		nil,
 		{{"a", ""}},
 		{{"a", "%"}, {"b", "%25"}, {"c", string(every)}},
 		{{"0", "x"}, {"9-a", "y"}, {"a", "="}, {strings.Repeat("z", 64), " spaces  at both ends "}},
 	} {
-		b := Encode(fp)
+		b := Encode(ms)
 		got, err := Decode(b)
 		if err != nil {
-			t.Fatalf("Decode(Encode(%q)) = %v (bytes %q)", fp, err, b)
+			t.Fatalf("Decode(Encode(%q)) = %v (bytes %q)", ms, err, b)
 		}
-		if !slices.Equal(got, fp) {
-			t.Fatalf("round trip of %q gave %q", fp, got)
+		if !slices.Equal(got, ms) {
+			t.Fatalf("round trip of %q gave %q", ms, got)
 		}
 	}
-	fp := goldens()["settings_v1.txt"]
-	if v, ok := fp.Get("output-version"); !ok || v != "1" {
+	ms := goldens()["settings_v1.txt"]
+	if v, ok := ms.Get("output-version"); !ok || v != "1" {
 		t.Fatalf("Get(output-version) = %q, %v", v, ok)
 	}
-	if v, ok := fp.Get("parquet-library"); !ok || v != "" {
+	if v, ok := ms.Get("parquet-library"); !ok || v != "" {
 		t.Fatalf("Get of an empty setting = %q, %v; want \"\", true", v, ok)
 	}
-	if _, ok := fp.Get("no-such-setting"); ok {
+	if _, ok := ms.Get("no-such-setting"); ok {
 		t.Fatal("Get found a setting the marker does not have")
 	}
 }
@@ -156,24 +156,24 @@ func FuzzDecodeSettingsMarker(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fp, err := Decode(b)
+		ms, err := Decode(b)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Decode(%q) failed without ErrInvalid: %v", b, err)
 			}
 			return
 		}
-		if enc := Encode(fp); !bytes.Equal(enc, b) {
-			t.Fatalf("%q decodes to %q, which encodes to %q", b, fp, enc)
+		if enc := Encode(ms); !bytes.Equal(enc, b) {
+			t.Fatalf("%q decodes to %q, which encodes to %q", b, ms, enc)
 		}
-		err = Check(fp)
+		err = Check(ms)
 		var d *DamagedError
 		if err != nil && (!errors.Is(err, ErrDamaged) || !errors.As(err, &d) || len(d.Missing)+len(d.Empty) == 0) {
-			t.Fatalf("Check(%q) = %v", fp, err)
+			t.Fatalf("Check(%q) = %v", ms, err)
 		}
 		for _, name := range required {
-			if _, ok := fp.Get(name); !ok && err == nil {
-				t.Fatalf("Check takes %q, which lacks %s", fp, name)
+			if _, ok := ms.Get(name); !ok && err == nil {
+				t.Fatalf("Check takes %q, which lacks %s", ms, name)
 			}
 		}
 	})
@@ -215,15 +215,15 @@ func pairMarkers(t testing.TB) []pairMarker {
 // of an earlier release (without the settings of Optional), is taken.
 func TestCheckCutMarkers(t *testing.T) {
 	for _, m := range pairMarkers(t) {
-		fp, err := Decode(m.b)
+		ms, err := Decode(m.b)
 		if err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}
-		if err := Check(fp); err != nil {
+		if err := Check(ms); err != nil {
 			t.Fatalf("%s: the whole marker: %v", m.name, err)
 		}
 		var old Settings
-		for _, s := range fp {
+		for _, s := range ms {
 			if !slices.Contains(Optional(), s.Name) {
 				old = append(old, s)
 			}
@@ -263,8 +263,8 @@ func TestCheckCutMarkers(t *testing.T) {
 		}
 		// A line taken out: damaged where the setting is required, taken
 		// where it is optional.
-		for i, s := range fp {
-			rest := slices.Delete(slices.Clone(fp), i, i+1)
+		for i, s := range ms {
+			rest := slices.Delete(slices.Clone(ms), i, i+1)
 			err := Check(rest)
 			if slices.Contains(Optional(), s.Name) {
 				if err != nil {
@@ -319,14 +319,14 @@ func TestRequiredTable(t *testing.T) {
 		}
 	}
 	for _, m := range pairMarkers(t) {
-		fp, _ := Decode(m.b)
-		format, _ := fp.Get("format")
-		compression, _ := fp.Get("compression")
+		ms, _ := Decode(m.b)
+		format, _ := ms.Get("format")
+		compression, _ := ms.Get("compression")
 		for _, r := range Required(format, compression) {
 			if !r.Value {
 				continue
 			}
-			blank := slices.Clone(fp)
+			blank := slices.Clone(ms)
 			i := slices.IndexFunc(blank, func(s Setting) bool { return s.Name == r.Name })
 			blank[i].Value = ""
 			var d *DamagedError
@@ -349,15 +349,15 @@ func TestCheckEditedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := Decode(b)
+	ms, err := Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Check(fp); err != nil {
+	if err := Check(ms); err != nil {
 		t.Fatalf("the intact marker: %v", err)
 	}
 	for name, value := range map[string]string{"shards": "3x", "max-file-records": "-1", "output-version": "0", "max-batch-bytes": "010"} {
-		edited := slices.Clone(fp)
+		edited := slices.Clone(ms)
 		for i := range edited {
 			if edited[i].Name == name {
 				edited[i].Value = value
@@ -369,7 +369,7 @@ func TestCheckEditedValues(t *testing.T) {
 		}
 	}
 	for name, value := range map[string]string{"shards": "auto:4", "max-file-bytes": "0"} {
-		edited := slices.Clone(fp)
+		edited := slices.Clone(ms)
 		for i := range edited {
 			if edited[i].Name == name {
 				edited[i].Value = value

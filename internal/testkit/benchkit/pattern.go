@@ -1,4 +1,8 @@
-package bench
+// Package benchkit is what the benchmarks of package bench share: Pattern,
+// a source of any number of pseudo-random bytes that holds one block in
+// memory, and HeapSampler and PeakRSS, which measure a run's memory. It is
+// for benchmarks and tests only.
+package benchkit
 
 import (
 	"io"

@@ -1,9 +1,9 @@
 //go:build !(linux || darwin || dragonfly || freebsd || netbsd || openbsd)
 
-package sink
+package spill
 
 import "os"
 
 // lockFile: no advisory locks here; stale spills are told apart by age alone
-// (unlockedSpillAge).
+// (unlockedAge).
 func lockFile(*os.File) error { return errNoFileLocks }

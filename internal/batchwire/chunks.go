@@ -1,4 +1,4 @@
-package sink
+package batchwire
 
 import (
 	"encoding/binary"
@@ -10,48 +10,33 @@ import (
 	"github.com/s3once/s3once/internal/frame"
 )
 
-// Batch version 4 carries the records compressed. Its payload is version
-// 3's header fields and record count, then the record bytes (a uvarint: the
-// sum of the records' lengths, so that the writer can reserve memory for the
-// batch before it decompresses anything), then chunks until the payload
-// ends. The chunks, concatenated, are version 3's records section (each
-// record a uvarint of its length, then its bytes), cut every
-// batchChunkBytes; each is a kind byte, a uvarint length n and n bytes:
+// Version 4 carries the records compressed. Its payload is version 3's
+// header fields and record count, then the record bytes (a uvarint: the
+// sum of the records' lengths, so that the writer can reserve memory for
+// the batch before it decompresses anything), then chunks until the
+// payload ends. The chunks, concatenated, are version 3's records section
+// (each record a uvarint of its length, then its bytes), cut every
+// chunkBytes; each is a kind byte, a uvarint length n and n bytes:
 //
 //   - chunkStored: the n bytes themselves;
 //   - chunkS2: an s2 block (github.com/klauspost/compress/s2) of them.
 //
-// A chunk holds 1 to batchChunkBytes bytes of the section. The encoder
-// stores a chunk that s2 does not shrink by an eighth, so records that do
-// not compress cost one failed attempt per chunk and a few bytes a
-// mebibyte.
+// A chunk holds 1 to chunkBytes bytes of the section. The encoder stores a
+// chunk that s2 does not shrink by an eighth, so records that do not
+// compress cost one failed attempt per chunk and a few bytes a mebibyte.
 //
-// Like record packs, batches live only in the runner: between Batch and
-// the writer, and in the writer's checkpoints (its residuals hold the
-// batch); no byte of a file depends on them. The runner copies every byte
-// of an element several times at the writer's stage boundary (BENCHMARKS.md,
-// the floor), so fewer bytes there are time saved. encodeBatch writes
-// version 4 for a batch of at least batchCompressMin bytes of records
+// Like record packs, batches live only in the runner. The runner copies
+// every byte of an element several times at the writer's stage boundary
+// (BENCHMARKS.md, the floor), so fewer bytes there are time saved. Encode
+// writes version 4 for a batch of at least compressMin bytes of records
 // section, version 3 below it.
 const (
-	batchPlain      = 3
-	batchCompressed = 4
-	chunkStored     = 0
-	chunkS2         = 1
-	batchChunkBytes = 1 << 20
-	// batchCompressMin: a smaller batch saves the runner little.
-	batchCompressMin = 4 << 10
+	chunkStored = 0
+	chunkS2     = 1
+	chunkBytes  = 1 << 20
+	// compressMin: a smaller batch saves the runner little.
+	compressMin = 4 << 10
 )
-
-// recordsSectionLen is the size of lines' records section: each record's
-// length as a uvarint, and the record.
-func recordsSectionLen(lines [][]byte) int {
-	n := 0
-	for _, l := range lines {
-		n += frame.UvarintLen(uint64(len(l))) + len(l)
-	}
-	return n
-}
 
 // chunkWriter appends a records section to out as version 4's chunks.
 type chunkWriter struct {
@@ -61,7 +46,7 @@ type chunkWriter struct {
 }
 
 func newChunkWriter(out []byte, section int) *chunkWriter {
-	n := min(section, batchChunkBytes)
+	n := min(section, chunkBytes)
 	return &chunkWriter{out: out, buf: make([]byte, 0, n), enc: make([]byte, s2.MaxEncodedLen(n))}
 }
 
@@ -99,10 +84,10 @@ func (c *chunkWriter) flush() {
 	c.buf = c.buf[:0]
 }
 
-// appendCompressedRecords appends version 4's record bytes and chunks of
-// lines to out; section is recordsSectionLen(lines).
-func appendCompressedRecords(out []byte, lines [][]byte, section int) []byte {
-	out = binary.AppendUvarint(out, uint64(recordBytes(lines)))
+// appendChunks appends version 4's record bytes and chunks of lines to
+// out; section and recBytes are sectionLen(lines).
+func appendChunks(out []byte, lines [][]byte, section int, recBytes int64) []byte {
+	out = binary.AppendUvarint(out, uint64(recBytes))
 	c := newChunkWriter(out, section)
 	for _, l := range lines {
 		c.record(l)
@@ -111,9 +96,9 @@ func appendCompressedRecords(out []byte, lines [][]byte, section int) []byte {
 	return c.out
 }
 
-// compressedRecords describes version 4's chunks as decodeBatchPayload
-// checked them: the section's length and where the chunks are.
-type compressedRecords struct {
+// chunkList describes version 4's chunks as readChunks checked them: the
+// section's length and where the chunks are.
+type chunkList struct {
 	chunks  []byte // the chunks, aliasing the payload
 	section int64  // the records section's length, decompressed
 }
@@ -137,8 +122,8 @@ func eachChunk(chunks []byte, f func(kind byte, body []byte) error) error {
 
 // readChunks checks the framing of version 4's chunks (every chunk's kind
 // and length, and each s2 block's decoded length) without decompressing
-// them, and returns the section's length.
-func readChunks(chunks []byte) (int64, error) {
+// them.
+func readChunks(chunks []byte) (*chunkList, error) {
 	var section int64
 	err := eachChunk(chunks, func(kind byte, body []byte) error {
 		n := len(body)
@@ -152,24 +137,24 @@ func readChunks(chunks []byte) (int64, error) {
 		default:
 			return fmt.Errorf("chunk at %d: kind %d, want %d or %d", section, kind, chunkStored, chunkS2)
 		}
-		if n < 1 || n > batchChunkBytes {
-			return fmt.Errorf("chunk at %d holds %d bytes, want 1 to %d", section, n, batchChunkBytes)
+		if n < 1 || n > chunkBytes {
+			return fmt.Errorf("chunk at %d holds %d bytes, want 1 to %d", section, n, chunkBytes)
 		}
 		section += int64(n)
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if section > maxBatchPayload {
-		return 0, fmt.Errorf("chunks of %d bytes, more than a batch holds (%d)", section, int64(maxBatchPayload))
+	if section > maxPayload {
+		return nil, fmt.Errorf("chunks of %d bytes, more than a batch holds (%d)", section, int64(maxPayload))
 	}
-	return section, nil
+	return &chunkList{chunks: chunks, section: section}, nil
 }
 
 // decompress returns the records section of chunks that readChunks
 // accepted, in a new buffer.
-func (c compressedRecords) decompress() ([]byte, error) {
+func (c *chunkList) decompress() ([]byte, error) {
 	out := make([]byte, c.section)
 	pos := 0
 	err := eachChunk(c.chunks, func(kind byte, body []byte) error {

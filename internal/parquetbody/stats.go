@@ -1,4 +1,4 @@
-package sink
+package parquetbody
 
 import (
 	"encoding/binary"
@@ -12,12 +12,12 @@ import (
 	"github.com/s3once/s3once/internal/statbound"
 )
 
-// parquetStatBytes bounds, in output version 2, the min and max statistics
+// StatBytes bounds, in output version 2, the min and max statistics
 // of a byte-array column chunk in the footer. A value that is a column's
 // min or max is otherwise stored whole: one 1 MiB string made a footer of
 // over a megabyte. The page index's bounds are truncated by parquet-go
 // itself, to 16 bytes.
-const parquetStatBytes = 64
+const StatBytes = 64
 
 // byteArrayColumns lists the paths of schema's byte-array leaf columns
 // (strings and []byte), whose page statistics output version 2 leaves out

@@ -1,33 +1,45 @@
-package sink
+package pack
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/klauspost/compress/s2"
+
+	"github.com/s3once/s3once/internal/testkit/golden"
 )
+
+// groupValues yields packs as a GroupByKey's iterator may: into one buffer
+// that it reuses.
+func groupValues(packs [][]byte) func(*[]byte) bool {
+	var buf []byte
+	return func(out *[]byte) bool {
+		if len(packs) == 0 {
+			return false
+		}
+		buf = append(buf[:0], packs[0]...)
+		*out, packs = buf, packs[1:]
+		return true
+	}
+}
 
 // unpackAll reads every record of packs, copied.
 func unpackAll(packs [][]byte) ([][]byte, error) {
-	u := unpacker{packs: sliceValues(packs)}
+	u := NewReader(groupValues(packs))
 	var out [][]byte
 	var rec []byte
-	for u.next(&rec) {
+	for u.Next(&rec) {
 		out = append(out, bytes.Clone(rec))
 	}
-	return out, u.failed()
+	return out, u.Err()
 }
 
 // TestPacker feeds a packer records of many sizes under many keys, as a
@@ -39,7 +51,7 @@ func TestPacker(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	type rec struct {
 		key string
-		ts  beam.EventTime
+		ts  int64
 		b   []byte
 	}
 	var in []rec
@@ -54,7 +66,7 @@ func TestPacker(t *testing.T) {
 		default:
 			n = rng.IntN(2000)
 		}
-		key := string(shardKey(rng.IntN(40), fmt.Sprint("d", rng.IntN(3))))
+		key := fmt.Sprintf("%d/d%d", rng.IntN(40), rng.IntN(3))
 		// Every record is unique: its index, then random bytes; but for
 		// one empty record per key.
 		var b []byte
@@ -65,16 +77,16 @@ func TestPacker(t *testing.T) {
 			}
 		}
 		empty[key] = true
-		in = append(in, rec{key: key, ts: mtime.FromMilliseconds(int64(1e6 - i + rng.IntN(50))), b: b})
+		in = append(in, rec{key: key, ts: int64(1e6 - i + rng.IntN(50)), b: b})
 	}
-	var p packer
+	var p Packer[int64]
 	got := map[string][][]byte{}
-	at := map[string]beam.EventTime{} // each record's time
+	at := map[string]int64{} // each record's time
 	for _, r := range in {
 		at[r.key+"\x00"+string(r.b)] = r.ts
 	}
 	packs := 0
-	emit := func(ts beam.EventTime, k, v []byte) {
+	emit := func(ts int64, k, v []byte) {
 		packs++
 		recs, err := unpackAll([][]byte{v})
 		if err != nil {
@@ -87,7 +99,7 @@ func TestPacker(t *testing.T) {
 			t.Fatalf("a pack of %d bytes before its last record, more than %d", len(v)-len(last), packBytes)
 		}
 		// Each pack's time is the earliest of its records'.
-		want := mtime.MaxTimestamp
+		want := int64(math.MaxInt64)
 		for _, r := range recs {
 			want = min(want, at[string(k)+"\x00"+string(r)])
 		}
@@ -97,12 +109,12 @@ func TestPacker(t *testing.T) {
 		got[string(k)] = append(got[string(k)], recs...)
 	}
 	for i, r := range in {
-		p.add([]byte(r.key), r.ts, r.b, emit)
+		p.Add([]byte(r.key), r.ts, r.b, emit)
 		if p.held > packHeld {
 			t.Fatalf("after record %d the open packs hold %d bytes, more than %d", i, p.held, packHeld)
 		}
 	}
-	p.flush(emit)
+	p.Flush(emit)
 	if len(p.open) != 0 || p.held != 0 {
 		t.Fatalf("after the flush: %d open packs, %d bytes held", len(p.open), p.held)
 	}
@@ -139,7 +151,7 @@ func goldenPack() []byte {
 
 // TestPackGolden pins the pack encoding, version 1.
 func TestPackGolden(t *testing.T) {
-	want := golden(t, "pack_v1.bin", goldenPack())
+	want := golden.File(t, "pack_v1.bin", goldenPack())
 	got, err := unpackAll([][]byte{want})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +162,7 @@ func TestPackGolden(t *testing.T) {
 }
 
 // compressiblePack is a version 1 pack of records that s2 compresses well,
-// more than packCompressMin bytes of them: the records of
+// more than compressMin bytes of them: the records of
 // testdata/pack_v1.bin, then numbered CSV rows.
 func compressiblePack() ([]byte, [][]byte) {
 	recs := slices.Clone(goldenPackRecords)
@@ -165,15 +177,15 @@ func compressiblePack() ([]byte, [][]byte) {
 }
 
 // TestPackGoldenCompressed pins the reading of a compressed pack (version
-// 2): testdata/pack_v2.bin, as sealPack made it, reads back as its
-// records. sealPack's bytes today need only read back the same: the s2
+// 2): testdata/pack_v2.bin, as seal made it, reads back as its
+// records. seal's bytes today need only read back the same: the s2
 // encoder may choose other bytes for the same block in another release,
 // and the reader reads them all.
 func TestPackGoldenCompressed(t *testing.T) {
 	raw, recs := compressiblePack()
-	sealed := sealPack(raw)
+	sealed := seal(raw)
 	path := filepath.Join("testdata", "pack_v2.bin")
-	if *update {
+	if *golden.Update {
 		if err := os.WriteFile(path, sealed, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -182,9 +194,9 @@ func TestPackGoldenCompressed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
-	for name, p := range map[string][]byte{"testdata/pack_v2.bin": want, "sealPack": sealed} {
-		if len(p) == 0 || p[0] != packCompressed {
-			t.Fatalf("%s does not start with version %d", name, packCompressed)
+	for name, p := range map[string][]byte{"testdata/pack_v2.bin": want, "seal": sealed} {
+		if len(p) == 0 || p[0] != compressed {
+			t.Fatalf("%s does not start with version %d", name, compressed)
 		}
 		got, err := unpackAll([][]byte{p})
 		if err != nil {
@@ -197,14 +209,14 @@ func TestPackGoldenCompressed(t *testing.T) {
 }
 
 // TestSealPack: a pack goes compressed only when its records are within
-// packCompressMin and packCompressMax bytes and compress by an eighth or
+// compressMin and compressMax bytes and compress by an eighth or
 // more; then it is smaller and reads back the same, beside version 1
 // packs in one group.
 func TestSealPack(t *testing.T) {
 	raw, recs := compressiblePack()
-	sealed := sealPack(raw)
-	if sealed[0] != packCompressed || len(sealed) > len(raw)/2 {
-		t.Fatalf("a pack of %d bytes of CSV rows sealed to version %d, %d bytes; want version %d and at most half", len(raw), sealed[0], len(sealed), packCompressed)
+	sealed := seal(raw)
+	if sealed[0] != compressed || len(sealed) > len(raw)/2 {
+		t.Fatalf("a pack of %d bytes of CSV rows sealed to version %d, %d bytes; want version %d and at most half", len(raw), sealed[0], len(sealed), compressed)
 	}
 	got, err := unpackAll([][]byte{goldenPack(), sealed, goldenPack()})
 	if err != nil {
@@ -220,55 +232,49 @@ func TestSealPack(t *testing.T) {
 	for i := range random {
 		random[i] = byte(rng.Uint32())
 	}
-	big := newPack(packCompressMax)
-	for len(big) <= packCompressMax+1 {
+	big := newPack(compressMax)
+	for len(big) <= compressMax+1 {
 		big = appendRecord(big, bytes.Repeat([]byte("z"), 1000))
 	}
 	kept := map[string][]byte{
-		"under packCompressMin": goldenPack(),
-		"over packCompressMax":  big,
-		"random records":        appendRecord(newPack(0), random),
+		"under compressMin": goldenPack(),
+		"over compressMax":  big,
+		"random records":    appendRecord(newPack(0), random),
 	}
 	for name, p := range kept {
-		if out := sealPack(p); &out[0] != &p[0] || len(out) != len(p) {
-			t.Errorf("%s: sealPack made a new pack of version %d, want the pack itself", name, out[0])
+		if out := seal(p); &out[0] != &p[0] || len(out) != len(p) {
+			t.Errorf("%s: seal made a new pack of version %d, want the pack itself", name, out[0])
 		}
 	}
 }
 
 // TestUnpackRefuses checks that a malformed pack is an error wrapping
-// errPack, and that Batch emits nothing for a group holding one.
+// ErrMalformed.
 func TestUnpackRefuses(t *testing.T) {
 	good := goldenPack()
 	raw, _ := compressiblePack()
-	sealed := sealPack(raw)
+	sealed := seal(raw)
 	// A block that says it holds one byte more than a pack is ever
 	// compressed with, and holds it.
-	huge := append([]byte{packCompressed}, s2.Encode(nil, make([]byte, packCompressMax+1))...)
+	huge := append([]byte{compressed}, s2.Encode(nil, make([]byte, compressMax+1))...)
 	cases := map[string][]byte{
 		"empty value":                 {},
 		"other version":               append([]byte{3}, good[1:]...),
 		"compressed, block cut":       sealed[:len(sealed)-1],
-		"compressed, not a block":     append([]byte{packCompressed}, good[1:]...),
-		"compressed, nothing":         {packCompressed},
+		"compressed, not a block":     append([]byte{compressed}, good[1:]...),
+		"compressed, nothing":         {compressed},
 		"compressed, too large":       huge,
-		"compressed, a record cut":    append([]byte{packCompressed}, s2.Encode(nil, good[1:len(good)-1])...),
-		"compressed, length overflow": append([]byte{packCompressed}, s2.Encode(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})...),
+		"compressed, a record cut":    append([]byte{compressed}, s2.Encode(nil, good[1:len(good)-1])...),
+		"compressed, length overflow": append([]byte{compressed}, s2.Encode(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})...),
 		"a record cut":                good[:len(good)-1],
 		"a length cut":                good[:len(good)-len(goldenPackRecords[3])-1],
-		"non-minimal length":          {packVersion, 0x81, 0x00, 'a'},
-		"length overflow":             {packVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"non-minimal length":          {version, 0x81, 0x00, 'a'},
+		"length overflow":             {version, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 	}
 	for name, bad := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := unpackAll([][]byte{good, bad}); !errors.Is(err, errPack) {
-				t.Fatalf("unpack: %v, want an error wrapping errPack", err)
-			}
-			fn := &batchFn{Shards: 4, MaxBatchBytes: MinMaxBatchBytes}
-			emitted := 0
-			err := fn.ProcessElement(t.Context(), beam.PaneInfo{}, window.GlobalWindow{}, shardKey(1, ""), sliceValues([][]byte{good, bad}), func(batch) { emitted++ })
-			if !errors.Is(err, errPack) || emitted != 0 {
-				t.Fatalf("Batch: %v and %d batches, want an error wrapping errPack and none", err, emitted)
+			if _, err := unpackAll([][]byte{good, bad}); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("unpack: %v, want an error wrapping ErrMalformed", err)
 			}
 		})
 	}
@@ -281,15 +287,15 @@ func FuzzUnpack(f *testing.F) {
 		}
 	}
 	f.Add([]byte{})
-	f.Add([]byte{packVersion})
-	f.Add([]byte{packVersion, 0x80, 0x00})
-	f.Add([]byte{packCompressed})
-	f.Add(append([]byte{packCompressed}, s2.Encode(nil, goldenPack()[1:])...))
+	f.Add([]byte{version})
+	f.Add([]byte{version, 0x80, 0x00})
+	f.Add([]byte{compressed})
+	f.Add(append([]byte{compressed}, s2.Encode(nil, goldenPack()[1:])...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := unpackAll([][]byte{data})
 		if err != nil {
-			if !errors.Is(err, errPack) {
-				t.Fatalf("error %v does not wrap errPack", err)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
 			return
 		}
@@ -297,12 +303,12 @@ func FuzzUnpack(f *testing.F) {
 		// (a compressed pack's: to the bytes its block holds; s2 may
 		// write one block in several ways).
 		body := data
-		if data[0] == packCompressed {
+		if data[0] == compressed {
 			dec, err := s2.Decode(nil, data[1:])
 			if err != nil {
 				t.Fatalf("%x unpacks, but its block does not decode: %v", data, err)
 			}
-			body = append([]byte{packVersion}, dec...)
+			body = append([]byte{version}, dec...)
 		}
 		p := newPack(0)
 		for _, r := range recs {
@@ -314,27 +320,35 @@ func FuzzUnpack(f *testing.F) {
 	})
 }
 
-// TestPackable: Encode packs records only in the global window under the
-// default trigger; other windows, and any trigger (which might count
-// elements), keep one record per element.
-func TestPackable(t *testing.T) {
-	_, s := beam.NewPipelineWithRoot()
-	col := beam.CreateList(s, []string{"a"})
-	if !packable(col) {
-		t.Error("global window, default trigger: not packed")
-	}
-	cases := map[string]beam.PCollection{
-		"fixed":    beam.WindowInto(s, window.NewFixedWindows(time.Minute), col),
-		"sliding":  beam.WindowInto(s, window.NewSlidingWindows(time.Minute, 3*time.Minute), col),
-		"sessions": beam.WindowInto(s, window.NewSessions(time.Minute), col),
-		"global, AfterCount": beam.WindowInto(s, window.NewGlobalWindows(), col,
-			beam.Trigger(trigger.Repeat(trigger.AfterCount(50))), beam.PanesDiscard()),
-		"global, AfterProcessingTime": beam.WindowInto(s, window.NewGlobalWindows(), col,
-			beam.Trigger(trigger.Repeat(trigger.AfterProcessingTime().PlusDelay(time.Minute))), beam.PanesDiscard()),
-	}
-	for name, c := range cases {
-		if packable(c) {
-			t.Errorf("%s: packed", name)
-		}
+// BenchmarkSealPack seals 1 MiB packs as Encode hands them over and reads
+// them back as Batch does: records that compress (numbered CSV rows) and
+// records that do not (random bytes, which seal leaves as they are after
+// one attempt). Its bytes/s are the records'.
+func BenchmarkSealPack(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	random := make([]byte, 100)
+	for _, shape := range []string{"csv", "random"} {
+		b.Run("records="+shape, func(b *testing.B) {
+			p := newPack(packBytes)
+			for i := 0; len(p) < packBytes; i++ {
+				rec := fmt.Appendf(nil, "%08d,user%05d,%s,ok\n", i, i%20000, "2026-12-05")
+				if shape == "random" {
+					for j := range random {
+						random[j] = byte(rng.Uint32())
+					}
+					rec = random
+				}
+				p = appendRecord(p, rec)
+			}
+			b.SetBytes(int64(len(p) - 1))
+			var sealed []byte
+			for b.Loop() {
+				sealed = seal(p)
+				if _, err := RecordBytes(sealed); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(sealed))/float64(len(p)), "sealed/raw")
+		})
 	}
 }

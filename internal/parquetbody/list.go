@@ -1,4 +1,4 @@
-package sink
+package parquetbody
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/s3once/s3once/internal/parquetrow"
 )
 
-// listTypes caches listType's results: reflect.Type -> listResult.
+// listTypes caches ListType's results: reflect.Type -> listResult.
 var listTypes sync.Map
 
 type listResult struct {
@@ -18,7 +19,7 @@ type listResult struct {
 	err error
 }
 
-// listType returns the type output version 2 writes a struct type t as: the
+// ListType returns the type output version 2 writes a struct type t as: the
 // fields t's row encoding holds (embedded structs flattened, unexported and
 // `parquet:"-"` fields left out), in the same order, each slice other than
 // []byte tagged `list`, and nested structs derived alike. parquet-go then
@@ -30,7 +31,7 @@ type listResult struct {
 // parquetrow.Fields, with the same types but for slices' element types), so
 // the writer decodes records into the list type and hands those to
 // parquet-go.
-func listType(t reflect.Type) (reflect.Type, error) {
+func ListType(t reflect.Type) (reflect.Type, error) {
 	if r, ok := listTypes.Load(t); ok {
 		return r.(listResult).t, r.(listResult).err
 	}
@@ -41,7 +42,7 @@ func listType(t reflect.Type) (reflect.Type, error) {
 
 func deriveList(t reflect.Type, path string, open map[reflect.Type]bool) (_ reflect.Type, err error) {
 	switch {
-	case t == timeType:
+	case t == reflect.TypeFor[time.Time]():
 		return t, nil
 	case t.Kind() == reflect.Pointer:
 		e, err := deriveList(t.Elem(), path, open)
