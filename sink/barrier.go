@@ -314,13 +314,14 @@ func (f *barrierFn) checkMarkers(ctx context.Context, all []*barrierFile) error 
 		return err
 	}
 	for _, w := range slices.Sorted(maps.Keys(windows)) {
-		m, _ := guard.marker(ctx, f.c, f.S.Bucket, f.S.Prefix, w) // read above
+		m := guard.windows[w] // every one read above
 		if !m.found {
 			continue
 		}
 		e := m.refusal(f.S.Bucket, f.S.Prefix, w, settingsRefusedDone)
 		for _, bf := range windows[w] { // sorted by key
-			if m.listed != nil && !m.lists(bf.cr.Key, bf.cr.Size(), bf.cr.CRC()) || m.listed == nil && !bf.holds.Exists {
+			named, _ := m.names(bf.cr.Key, bf.cr.Size(), bf.cr.CRC(), func() (bool, error) { return bf.holds.Exists, nil })
+			if !named {
 				shownAdd(&e.Keys, &e.Count, bf.cr.Key)
 			}
 		}

@@ -211,11 +211,16 @@ type windowMarker struct {
 	listed map[string]FileResult
 }
 
-// lists tells whether a listing marker names the file key with size and
-// crc (output version 1's markers carry no CRC64NVME: by size there).
-func (m *windowMarker) lists(key string, size int64, crc uint64) bool {
+// names tells whether the marker names the file key with size and crc:
+// a listing marker lists it with them (output version 1's markers carry
+// no CRC64NVME: by size there); an empty one names it where its key holds
+// an object, which exists tells (asked only of an empty marker).
+func (m *windowMarker) names(key string, size int64, crc uint64, exists func() (bool, error)) (bool, error) {
+	if m.listed == nil {
+		return exists()
+	}
 	r, ok := m.listed[key]
-	return ok && r.Bytes == size && (r.CRC64NVME == crc || r.CRC64NVME == 0)
+	return ok && r.Bytes == size && (r.CRC64NVME == crc || r.CRC64NVME == 0), nil
 }
 
 // refusal is the error for files of m's window that the marker does not
@@ -280,18 +285,12 @@ func (g *markerGuard) check(ctx context.Context, c markerStore, prefix string, r
 	if err != nil || !m.found {
 		return err
 	}
-	if m.listed != nil {
-		if m.lists(r.Key, size, crc) {
-			return nil
-		}
-	} else {
+	named, err := m.names(r.Key, size, crc, func() (bool, error) {
 		holds, err := c.Lookup(ctx, r.Bucket, r.Key, size)
-		if err != nil {
-			return err
-		}
-		if holds.Exists {
-			return nil
-		}
+		return holds.Exists, err
+	})
+	if err != nil || named {
+		return err
 	}
 	e := m.refusal(r.Bucket, prefix, r.Window, done)
 	e.Keys, e.Count = []string{r.Key}, 1

@@ -31,7 +31,8 @@ const defaultWindowSequences = 2
 var pinnedWindowSeeds = []uint64{
 	4152806120854781159, // a crash before a window's manifest, one after another's, a rerun with input changed for a window
 	272819701082553971,  // crashes before and after a window's manifest; a listing completion marker
-	122885658161371742,  // FinalizeCommit always: a changed rerun mixes a complete partition, which verify names
+	122885658161371742,  // FinalizeCommit always: a changed rerun into a window whose listing completion marker exists is refused, nothing finalized there
+	4723876867392581454, // a changed rerun after a crash, then one with FinalizeCommit always, mix a partition without its manifest and a complete one, which verify names
 	4036088036835709025, // a changed rerun into a window without its manifest would leave a partition mixed: refused at the manifest stage
 	8800784524376835365, // a rerun would add a partition to a window whose listing completion marker exists: refused before its commit
 }
@@ -238,8 +239,12 @@ var streamChanges = []string{
 // apply), and says what changed.
 func changeStream(r *rand.Rand, n *windowNumbers, in streamSpec, kind string) (streamSpec, string) {
 	s := in.clone()
-	if len(s.Windows) == 0 && kind != "add-window" {
-		return s, "identical (no window to change)"
+	if len(s.Windows) == 0 {
+		if kind != "add-window" {
+			return s, "identical (no window to change)"
+		}
+		s.Windows = append(s.Windows, randomWindow(r, n, r.IntN(windowSlots)))
+		return s, "a window added"
 	}
 	wi := r.IntN(len(s.Windows))
 	w := &s.Windows[wi]
