@@ -57,6 +57,7 @@ const (
 	PartitionChanged Code = "partition-changed" // sink.ErrPartitionChanged
 	ManifestDamaged  Code = "manifest-damaged"  // sink.ErrManifestDamaged
 	SettingsDamaged  Code = "settings-damaged"  // sink.ErrSettingsDamaged
+	WindowComplete   Code = "window-complete"   // sink.ErrWindowComplete
 	// CredentialsMissing: sink.ErrCredentialsMissing.
 	CredentialsMissing Code = "credentials-missing"
 )

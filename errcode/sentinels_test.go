@@ -41,6 +41,7 @@ func TestSentinelsCarryTheirCode(t *testing.T) {
 		{sink.ErrManifestDamaged, errcode.ManifestDamaged},
 		{sink.ErrSettingsDamaged, errcode.SettingsDamaged},
 		{sink.ErrCredentialsMissing, errcode.CredentialsMissing},
+		{sink.ErrWindowComplete, errcode.WindowComplete},
 	} {
 		typed := &recoverable.Error{Op: "commit", Bucket: "b", Key: "k", UploadID: "u", Hint: "a hint", Err: tc.err}
 		text := errors.New(fmt.Errorf("s3once sink: %w", typed).Error())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -123,7 +124,9 @@ func addBarrierKey(p pendingFile) (int, pendingFile) { return 0, p }
 // s3once file, of any extension, that the run does not produce, and whose
 // manifest, where it exists, must list exactly the run's files of it
 // (ErrPartitionChanged, ErrManifestDamaged); every file's key, which must be free or hold
-// exactly the file's bytes (size and CRC64NVME; committer.ErrKeyTaken).
+// exactly the file's bytes (size and CRC64NVME; committer.ErrKeyTaken);
+// every window the run writes, whose completion marker, where it exists,
+// must name every file of the run in it (ErrWindowComplete).
 // When all hold, it writes the marker of a new folder and emits the files
 // to the commit stage. Otherwise it commits nothing: it discards every
 // upload of the run (its own, never completed) and fails. A retry of the
@@ -223,6 +226,12 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 			Hint: hintChangedRerun,
 		})
 	}
+	if err := f.checkMarkers(ctx, all); err != nil {
+		if !errors.Is(err, ErrWindowComplete) {
+			return fmt.Errorf("s3once sink: barrier: %w", err)
+		}
+		return f.refuse(ctx, all, err)
+	}
 	// A new folder gets this run's marker, now that every key is free or
 	// holds this run's bytes; before any file is committed.
 	if f.marker != nil && state == folderNew {
@@ -281,4 +290,44 @@ func (f *barrierFn) refuseSettings(ctx context.Context, all []*barrierFile, err 
 		return fmt.Errorf("%w (and removing this run's uploads failed, the sweep will remove them: %w)", err, cleanup)
 	}
 	return err
+}
+
+// checkMarkers refuses the run where a window it writes has a completion
+// marker that does not name one of the run's files in it (markerGuard):
+// the window is complete. all holds the files as ProcessElement looked
+// them up. It reads each window's marker once, 16 at a time.
+func (f *barrierFn) checkMarkers(ctx context.Context, all []*barrierFile) error {
+	windows := map[string][]*barrierFile{}
+	for _, bf := range all {
+		windows[bf.p.Result.Window] = append(windows[bf.p.Result.Window], bf)
+	}
+	var guard markerGuard
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(barrierLooks)
+	for w := range windows {
+		g.Go(func() error {
+			_, err := guard.marker(gctx, f.c, f.S.Bucket, f.S.Prefix, w)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, w := range slices.Sorted(maps.Keys(windows)) {
+		m := guard.windows[w] // every one read above
+		if !m.found {
+			continue
+		}
+		e := m.refusal(f.S.Bucket, f.S.Prefix, w, settingsRefusedDone)
+		for _, bf := range windows[w] { // sorted by key
+			named, _ := m.names(bf.cr.Key, bf.cr.Size(), bf.cr.CRC(), func() (bool, error) { return bf.holds.Exists, nil })
+			if !named {
+				shownAdd(&e.Keys, &e.Count, bf.cr.Key)
+			}
+		}
+		if e.Count > 0 {
+			return e
+		}
+	}
+	return nil
 }

@@ -88,12 +88,16 @@ type commitFn struct {
 	// a file is refused where its partition holds an s3once file of
 	// another (partitionGuard.checkExt).
 	Ext string `json:"ext,omitempty"`
+	// Markers, where there is no barrier, refuses a file whose window's
+	// completion marker exists and does not name it (markerGuard).
+	Markers bool `json:"markers,omitempty"`
 
 	committer *committer.Committer
 	pause     time.Duration
 	marker    markerSettings
 	guard     settingsGuard
 	parts     partitionGuard
+	markers   markerGuard
 }
 
 func (f *commitFn) Setup(ctx context.Context) error {
@@ -106,6 +110,9 @@ func (f *commitFn) Setup(ctx context.Context) error {
 // commitGuardDone is what a commit stage refused for the folder's settings
 // did.
 const commitGuardDone = "this run committed nothing; its uploads are left for the sweep"
+
+// fileRefusedDone is what the commit stage did with a file it refused.
+const fileRefusedDone = "this file was not committed; its upload is left for the sweep"
 
 // init readies the DoFn over client, with its own committer unless it has
 // one; tests call it directly.
@@ -182,6 +189,11 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 	}
 	if f.Ext != "" {
 		if err := f.parts.checkExt(ctx, f.committer, f.S.Prefix, p.Result, f.Ext); err != nil {
+			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
+		}
+	}
+	if f.Markers {
+		if err := f.markers.check(ctx, f.committer, f.S.Prefix, p.Result, cr.Size(), cr.CRC(), fileRefusedDone); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}

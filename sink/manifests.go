@@ -40,6 +40,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -91,7 +92,7 @@ type WindowFiles struct {
 func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bool, lateness time.Duration) (beam.PCollection, error) {
 	none := beam.PCollection{}
 	s = s.Scope("Manifests")
-	w := windowWriter{S: st.forCommit(), Mode: st.Requests.CompletionMarker}
+	w := windowWriter{S: st.forCommit(), Mode: st.Requests.CompletionMarker, Strays: !barrier}
 	if barrier {
 		keyed, err := single(beam.TryParDo(s, windowKey, files))
 		if err != nil {
@@ -170,6 +171,10 @@ func splitExpiry(window string, e expiring, expires func(string, expiring), endl
 type windowWriter struct {
 	S    settings `json:"s"`
 	Mode string   `json:"mode,omitempty"`
+	// Strays, where there is no barrier, lists each partition before its
+	// manifest is written, for s3once files the run did not commit there
+	// (strays).
+	Strays bool `json:"strays,omitempty"`
 
 	c *committer.Committer
 }
@@ -275,7 +280,12 @@ func (f *windowExpiryFn) OnTimer(ctx context.Context, sp state.Provider, tp time
 // its completion marker. Each manifest and marker is written once
 // (If-None-Match); an object in place with the same bytes (a retry, a
 // rerun) is a success, one with other bytes fails the run: the partition
-// is another run's. It returns the window's files, each once, in key order.
+// is another run's. Where there is no barrier (Strays), a partition that
+// holds an s3once file the run did not commit there gets no manifest, the
+// window no marker, and the run fails with the partition's
+// PartitionChangedError (the first by key), once the window's other
+// manifests are written. It returns the window's files, each once, in key
+// order.
 func (w *windowWriter) finish(ctx context.Context, window string, results []FileResult) ([]FileResult, error) {
 	byKey := map[string]FileResult{}
 	for _, r := range results {
@@ -285,18 +295,44 @@ func (w *windowWriter) finish(ctx context.Context, window string, results []File
 	for _, r := range byKey {
 		byDest[r.Destination] = append(byDest[r.Destination], manifest.Entry{Key: r.Key, Size: r.Bytes, CRC64NVME: r.CRC64NVME, Records: r.Records})
 	}
+	var mu sync.Mutex
+	var refused *PartitionChangedError
+	written := 0
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(barrierLooks)
 	for dest, entries := range byDest {
-		g.Go(func() error { return w.writeManifest(gctx, dest, window, entries) })
+		g.Go(func() error {
+			if w.Strays {
+				e, err := w.strays(gctx, dest, window, byKey)
+				if err != nil || e != nil {
+					mu.Lock()
+					if e != nil && (refused == nil || firstKey(e) < firstKey(refused)) {
+						refused = e
+					}
+					mu.Unlock()
+					return err
+				}
+			}
+			if err := w.writeManifest(gctx, dest, window, entries); err != nil {
+				return err
+			}
+			mu.Lock()
+			written++
+			mu.Unlock()
+			return nil
+		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	metricManifests.Inc(ctx, int64(written))
+	if err != nil {
 		return nil, err
 	}
-	metricManifests.Inc(ctx, int64(len(byDest)))
 	// Every file of the window is committed: uploads still open at their
 	// keys are left-overs (leftovers.go), removed before the marker.
 	w.abortLeftovers(ctx, window, byKey)
+	if refused != nil {
+		return nil, refused
+	}
 	sorted := make([]FileResult, 0, len(byKey))
 	for _, r := range byKey {
 		sorted = append(sorted, r)
@@ -315,6 +351,36 @@ func (w *windowWriter) finish(ctx context.Context, window string, results []File
 		body = b.Bytes()
 	}
 	return sorted, writeMarker(ctx, w.c, w.S.Bucket, ownkeys.MarkerKey(w.S.Prefix, window, 0), body)
+}
+
+// strayDone is what the manifest stage did about a partition holding
+// files the run did not commit there.
+const strayDone = "this run wrote no manifest for it and no completion marker for its window, so s3once verify does not pass it"
+
+// strays lists the partition of dest in window and returns its refusal
+// where it holds an s3once file, of any extension, that is not one of the
+// window's files this run committed (mine, by key): an earlier run's file
+// the run did not write again (a changed rerun into a window that expired
+// without its manifest), which the manifest would leave out. It returns
+// nil where every file is the run's. One listing call per 1,000 keys.
+func (w *windowWriter) strays(ctx context.Context, dest, window string, mine map[string]FileResult) (*PartitionChangedError, error) {
+	at := ownkeys.PartitionFilePrefix(w.S.Prefix, dest, window)
+	e := &PartitionChangedError{Bucket: w.S.Bucket, Prefix: w.S.Prefix, Destination: dest, Window: window, Mixed: true, Done: strayDone}
+	err := w.c.List(ctx, w.S.Bucket, at, func(page []committer.Object) error {
+		for _, o := range page {
+			if _, ok := mine[o.Key]; !ok && ownkeys.IsPartitionFile(w.S.Prefix, dest, window, o.Key) {
+				shownAdd(&e.Keys, &e.Count, o.Key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3once sink: manifests: list the partition %s: %w", at, err)
+	}
+	if e.Count == 0 {
+		return nil, nil
+	}
+	return e, nil
 }
 
 func (w *windowWriter) writeManifest(ctx context.Context, dest, window string, entries []manifest.Entry) error {

@@ -12,7 +12,15 @@ package sink
 // partition whose manifest exists (checkPartitions). Where there is no
 // barrier, the commit stage refuses to add a file to a partition whose
 // manifest exists and does not list it, or that holds an s3once file of
-// another extension (partitionGuard).
+// another extension (partitionGuard); and, since a window not yet expired
+// has no manifest, a changed rerun into it may commit files beside an
+// earlier run's: the manifest stage lists each partition before it writes
+// its manifest, and where the partition holds an s3once file the run did
+// not commit there, it writes no manifest for it (nor the window's
+// completion marker) and fails the run, naming the files
+// (PartitionChangedError with Mixed). Such a partition stays without a
+// manifest, which s3once verify never passes (unverified: exit 3), until
+// it is deleted and written again.
 
 import (
 	"context"
@@ -53,6 +61,11 @@ type PartitionChangedError struct {
 	// all: what the run would have added to the complete partition.
 	Added      []string
 	AddedCount int
+	// Mixed, where Manifest is not set, says the run's files of the
+	// partition are committed already, beside the Keys: the partition
+	// holds files of both runs (the manifest stage's finding, where there
+	// is no barrier).
+	Mixed bool
 	// Done says what the run did about it.
 	Done string
 }
@@ -82,6 +95,10 @@ func (e *PartitionChangedError) Error() string {
 			b.WriteString(", which the manifest lists")
 		}
 		b.WriteString(": the run's input or settings differ from the run that wrote it; ")
+	} else if e.Mixed {
+		fmt.Fprintf(&b, "s3once sink: the partition %s holds %d s3once file(s) that this run did not write (", where, e.Count)
+		writeKeys(&b, e.Bucket, e.Keys, e.Count)
+		b.WriteString(") beside the files it committed there: the run's input or settings differ from the run that wrote them, and the partition holds files of both; ")
 	} else {
 		fmt.Fprintf(&b, "s3once sink: the partition %s holds %d s3once file(s) that this run does not write (", where, e.Count)
 		writeKeys(&b, e.Bucket, e.Keys, e.Count)
@@ -90,7 +107,11 @@ func (e *PartitionChangedError) Error() string {
 	if e.Done != "" {
 		b.WriteString(e.Done + "; ")
 	}
-	b.WriteString("delete the partition's files (and its manifest) to replace them, or write to a fresh Prefix: ")
+	if e.Mixed {
+		b.WriteString("delete the partition's files and run again to replace them, or write to a fresh Prefix: ")
+	} else {
+		b.WriteString("delete the partition's files (and its manifest) to replace them, or write to a fresh Prefix: ")
+	}
 	b.WriteString(ErrPartitionChanged.Error())
 	return b.String()
 }

@@ -187,7 +187,7 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 			return none, none, err
 		}
 	} else {
-		commit.Settings, commit.Manifests, commit.Ext = marker, st.OutputVersion >= 2, st.fileExt()
+		commit.Settings, commit.Manifests, commit.Ext, commit.Markers = marker, st.OutputVersion >= 2, st.fileExt(), true
 	}
 	shuffled, err := beam.TryReshuffle(s.Scope("Reshuffle"), pending)
 	if err != nil {

@@ -152,6 +152,7 @@ func (f *writeFilesFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker,
 // holds this run's settings (judged, and written in a new folder), before
 // it registers any callback: a rerun with other settings is refused before
 // any commit (the partition guarantee is weaker here: docs/guarantees.md).
+// It registers none for a window whose completion marker exists.
 type finalizingWriteFilesFn struct {
 	writeFilesFn
 	// Settings is the folder's settings marker for this run.
@@ -161,9 +162,10 @@ type finalizingWriteFilesFn struct {
 	// marker, rerun with another Format or Compression).
 	Ext string `json:"ext,omitempty"`
 
-	marker markerSettings
-	guard  settingsGuard
-	parts  partitionGuard
+	marker  markerSettings
+	guard   settingsGuard
+	parts   partitionGuard
+	markers markerGuard
 }
 
 func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
@@ -193,6 +195,16 @@ func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.Bun
 		if err := f.parts.checkExt(ctx, f.committer, f.S.Prefix, at, f.Ext); err != nil {
 			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 		}
+	}
+	// A window whose completion marker exists is complete: its files are
+	// not committed at finalization, but left to the commit stage, which
+	// commits only those the marker names (markerGuard).
+	m, err := f.markers.marker(ctx, f.committer, f.S.Bucket, f.S.Prefix, b.Window)
+	if err != nil {
+		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
+	}
+	if m.found {
+		bf = nil
 	}
 	return f.process(ctx, bf, rt, b, emit)
 }

@@ -25,7 +25,8 @@ P/<destination>/<window>-pane-..., whatever their extension),
   - a partition without a manifest in an output-version-2 folder is a
     problem where its window's completion marker exists (the sink writes
     it after every manifest of the window: manifest-missing), and
-    unverified otherwise (the run may not have finished);
+    unverified otherwise (the run may not have finished, or a rerun found
+    files of two runs there and wrote no manifest);
   - without a manifest (output version 1, an unfinished window), the
     listing and the settings marker: every file named for the marker's
     Shards and extension, no shard named two ways, one extension; and no

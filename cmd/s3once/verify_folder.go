@@ -489,8 +489,8 @@ func (v *verifier) checkWithoutManifest(ctx context.Context, lookups *errgroup.G
 		v.problem(problem{Kind: kindManifestMissing, Destination: k.dest, Window: k.window, Key: ownkeys.ManifestKey(v.o.prefix, k.dest, k.window),
 			Message: fmt.Sprintf("the partition has no manifest, though its window's completion marker %s exists, which the sink writes after every manifest of the window: the manifest was deleted outside s3once, and the partition's files cannot be proved; rerun the partition into a fresh prefix", markerKey)})
 	default:
-		pr.Note = "no manifest, and no completion marker for its window: the run may not have finished (or its window not expired); checked by a listing and the settings marker" + how
-		v.unverified(partKey, errors.New("no manifest and no completion marker for its window: the run may not have finished; verify again once it has (where no completion marker is configured, verify cannot prove a window complete)"))
+		pr.Note = "no manifest, and no completion marker for its window: the run may not have finished (or its window not expired), or a rerun found files of two runs there and wrote no manifest (its error names them); checked by a listing and the settings marker" + how
+		v.unverified(partKey, errors.New("no manifest and no completion marker for its window: the run may not have finished, or a rerun found files of two runs there and wrote no manifest (its error names them); verify again once the run has finished (where no completion marker is configured, verify cannot prove a window complete)"))
 	}
 	if !v.o.read && (!v.rep.Settings.Found || v.rep.Settings.OutputVersion == "1") && !mutVerifyTrustsListing() {
 		v.unverified(partKey, errors.New("no manifest: a listing cannot prove the files' bytes (a file replaced with other bytes of its size, or copied to another name, looks the same); run verify --read to read every file"))

@@ -77,16 +77,16 @@
 // manifest exists): with "auto" that partition stays as it was; with
 // "always", files committed at bundle finalization may mix it. A changed
 // rerun into a partition whose window has no manifest yet (a run ended
-// before it) may mix it in either mode. Partitions and windows a run does
-// not write never change. After a run that succeeded, every partition it
-// writes holds exactly its records, with a manifest and the window's
-// completion marker where configured. A mixed partition must be named by
-// verify: exit 0 where the oracle finds the folder wrong or unfinished
-// fails the sequence, as for bounded input. Two states the sink still
-// leaves are counted as open gaps in the summary's notes, and fail the
-// sequence with S3ONCE_WINDOW_STRICT=1: a changed rerun into a window
-// without its manifest that succeeds over a mixed partition, and a
-// partition added to a window whose completion marker exists.
+// before it) may commit files beside the ended run's in either mode, but
+// must then fail: the manifest stage lists each partition before its
+// manifest. A run that would add a partition to a window whose completion
+// marker exists must fail, leaving the partition and the marker as they
+// were. Partitions and windows a run does not write never change. After a
+// run that succeeded, every partition it writes holds exactly its records
+// (never two runs' files), with a manifest and the window's completion
+// marker where configured. A mixed partition must be named by verify:
+// exit 0 where the oracle finds the folder wrong or unfinished fails the
+// sequence, as for bounded input.
 //
 // # Budget and reproduction
 //

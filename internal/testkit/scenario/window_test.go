@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,10 +23,6 @@ import (
 // TestScenarios' variables (envSeed, envSeeds).
 const envWindowCount = "S3ONCE_WINDOW_SCENARIOS"
 
-// envWindowStrict, set, fails the window sequences that reach the open gap
-// knownGap describes, rather than counting them in the summary's notes.
-const envWindowStrict = "S3ONCE_WINDOW_STRICT"
-
 // defaultWindowSequences is make test's share of random window sequences.
 const defaultWindowSequences = 2
 
@@ -36,9 +31,10 @@ const defaultWindowSequences = 2
 var pinnedWindowSeeds = []uint64{
 	4152806120854781159, // a crash before a window's manifest, one after another's, a rerun with input changed for a window
 	272819701082553971,  // crashes before and after a window's manifest; a listing completion marker
-	122885658161371742,  // FinalizeCommit always: a changed rerun mixes a complete partition, which verify names
-	4036088036835709025, // open gap: a changed rerun into a window without its manifest succeeds, leaving it mixed
-	8800784524376835365, // open gap: a rerun adds a partition to a window whose listing completion marker exists
+	122885658161371742,  // FinalizeCommit always: a changed rerun into a window whose listing completion marker exists is refused, nothing finalized there
+	4723876867392581454, // a changed rerun after a crash, then one with FinalizeCommit always, mix a partition without its manifest and a complete one, which verify names
+	4036088036835709025, // a changed rerun into a window without its manifest would leave a partition mixed: refused at the manifest stage
+	8800784524376835365, // a rerun would add a partition to a window whose listing completion marker exists: refused before its commit
 }
 
 // The windows: fixed, an hour long, each in a slot of two hours from
@@ -243,8 +239,12 @@ var streamChanges = []string{
 // apply), and says what changed.
 func changeStream(r *rand.Rand, n *windowNumbers, in streamSpec, kind string) (streamSpec, string) {
 	s := in.clone()
-	if len(s.Windows) == 0 && kind != "add-window" {
-		return s, "identical (no window to change)"
+	if len(s.Windows) == 0 {
+		if kind != "add-window" {
+			return s, "identical (no window to change)"
+		}
+		s.Windows = append(s.Windows, randomWindow(r, n, r.IntN(windowSlots)))
+		return s, "a window added"
 	}
 	wi := r.IntN(len(s.Windows))
 	w := &s.Windows[wi]
@@ -373,7 +373,6 @@ type windowModel struct {
 	want    map[string][]string                 // partition -> the records of the last run that wrote it
 	shape   map[string]string                   // partition -> where those records entered the stream
 	mixed   map[string]string                   // partition -> why it may hold two runs' files (the weaker guarantee)
-	stale   map[string]bool                     // window -> its listing completion marker leaves out a partition added since (knownGap)
 	// recs and shapes are each run's partitions' records and shapes.
 	recs   map[string]map[string][]string
 	shapes map[string]map[string]string
@@ -395,6 +394,7 @@ type windowVerdict struct {
 	kept      map[string][]string // the run's partitions
 	windows   map[string]bool     // the run's windows
 	guarded   []string            // complete partitions the run would change: they must stay as they are
+	closed    map[string]bool     // of those, partitions the run would add to a window whose completion marker exists
 	weak      map[string]string   // partitions the run may leave holding two runs' files, and why
 	untouched func(rel string) bool
 }
@@ -403,7 +403,7 @@ type windowVerdict struct {
 func (m *windowModel) judge(r windowRun, before *folderoracle.Snapshot) windowVerdict {
 	kept, _ := r.stream.model().Partitions()
 	windows := map[string]bool{}
-	v := windowVerdict{want: accept, kept: kept, windows: windows, weak: map[string]string{}}
+	v := windowVerdict{want: accept, kept: kept, windows: windows, weak: map[string]string{}, closed: map[string]bool{}}
 	mine := map[string]bool{}
 	for id := range kept {
 		mine[id] = true
@@ -438,10 +438,19 @@ func (m *windowModel) judge(r windowRun, before *folderoracle.Snapshot) windowVe
 		old, ok := m.want[id]
 		d, w, _ := strings.Cut(id, "@")
 		_, complete := before.Objects[d+"/_s3once_manifest-"+w]
+		_, marked := before.Objects[folderoracle.MarkerKey(w)]
 		switch {
 		case m.mixed[id] != "":
 			v.weak[id] = m.mixed[id]
 			v.want = max(v.want, either)
+		case marked && !hasFiles(before, id):
+			// A partition added to a window whose completion marker
+			// exists: the window is complete, and the run is refused
+			// before the partition's files are committed, in either
+			// mode (with "always" the writer does not finalize there).
+			v.guarded = append(v.guarded, id)
+			v.closed[id] = true
+			v.want = refuse
 		case !ok, sameMultiset(old, kept[id]) && shapes[id] == m.shape[id]:
 		case complete && sameMultiset(old, kept[id]):
 			// The same records in other panes: other file names, which
@@ -599,7 +608,7 @@ var windowRunTime durations
 func runWindowSequence(t *testing.T, seed uint64, v *verifier) *windowSequence {
 	r := rand.New(rand.NewPCG(seed, 0x3d0))
 	s := &windowSequence{t: t, seed: seed, r: r, verify: v, notes: map[string]int{}, covered: map[string]bool{},
-		m: &windowModel{runs: map[string][]folderoracle.Candidate{}, want: map[string][]string{}, shape: map[string]string{}, mixed: map[string]string{}, stale: map[string]bool{},
+		m: &windowModel{runs: map[string][]folderoracle.Candidate{}, want: map[string][]string{}, shape: map[string]string{}, mixed: map[string]string{},
 			recs: map[string]map[string][]string{}, shapes: map[string]map[string]string{}},
 		nums: windowNumbers{next: 1000}}
 	s.env = newEnv(t, r.IntN(versitygwShare) == 0)
@@ -786,11 +795,11 @@ func (s *windowSequence) check(r windowRun, j windowVerdict, before *folderoracl
 		case s.m.mixed[p.Partition] != "", s.m.mixedWindow(p.Window):
 			// A mixed partition stays mixed, and its window's marker no
 			// longer matches it.
-		case s.markerGap(p, j, before):
 		case j.weak[p.Partition] != "" && !p.Incomplete:
+			// The manifest stage lists each partition before its manifest:
+			// a run that succeeds leaves none holding another run's files.
 			s.m.mixed[p.Partition] = j.weak[p.Partition]
-			s.openGap("a changed rerun into a window without its manifest succeeds, leaving its partition mixed",
-				"%s succeeded and left %s, which it would change (%s), holding another run's files: %s", r.name, p.Partition, j.weak[p.Partition], p)
+			s.fail("mixed-after-success", "%s succeeded and left %s, which it would change (%s), holding another run's files: %s", r.name, p.Partition, j.weak[p.Partition], p)
 		default:
 			s.fail("wrong-after-success", "after %s succeeded: %s", r.name, p)
 		}
@@ -803,51 +812,6 @@ func (s *windowSequence) check(r windowRun, j windowVerdict, before *folderoracl
 	}
 	s.cover(r, after)
 	s.compare("after " + r.name)
-}
-
-// markerGap reports whether p shows the open gap of a window's completion
-// marker (see docs/testing.md): a run that adds a partition to a window
-// whose marker exists commits the partition's files, and the marker, which
-// a rerun never replaces, from then on leaves the partition out (a
-// listing marker fails the run: its bytes differ from the window's new
-// listing). verify names it (compare fails the sequence where it does
-// not).
-func (s *windowSequence) markerGap(p folderoracle.Problem, j windowVerdict, before *folderoracle.Snapshot) bool {
-	if p.Window == "" {
-		return false
-	}
-	if s.m.stale[p.Window] {
-		return true
-	}
-	if _, had := before.Objects[folderoracle.MarkerKey(p.Window)]; !had {
-		return false
-	}
-	var added []string
-	for id := range j.kept {
-		if strings.HasSuffix(id, "@"+p.Window) && !hasFiles(before, id) {
-			added = append(added, id)
-		}
-	}
-	if len(added) == 0 {
-		return false
-	}
-	s.m.stale[p.Window] = true
-	s.openGap("a rerun adds a partition to a window whose completion marker exists",
-		"the run added %v to window %s, whose completion marker existed: %s", added, p.Window, p)
-	return true
-}
-
-// openGap counts a state the sequence reached that the sink leaves wrong
-// and the tracker lists as open: a failure with envWindowStrict set, a
-// note (and a step of the sequence) otherwise.
-func (s *windowSequence) openGap(gap, format string, args ...any) {
-	text := fmt.Sprintf(format, args...)
-	if os.Getenv(envWindowStrict) != "" {
-		s.fail("open gap: "+gap, "%s", text)
-		return
-	}
-	s.notes["open gap: "+gap]++
-	s.step("open gap (%s=1 fails it): %s: %s", envWindowStrict, gap, text)
 }
 
 // afterFailure checks the folder after r failed (refused, or ended at an
@@ -878,7 +842,7 @@ func (s *windowSequence) afterFailure(r windowRun, j windowVerdict, before *fold
 			continue
 		case p.Partition != "" && j.kept[p.Partition] == nil, p.Window != "" && !j.windows[p.Window]:
 			continue // checkUntouched finds any change there
-		case s.m.mixed[p.Partition] != "", s.m.mixedWindow(p.Window), s.markerGap(p, j, before):
+		case s.m.mixed[p.Partition] != "", s.m.mixedWindow(p.Window):
 			continue
 		case j.weak[p.Partition] != "":
 			s.m.mixed[p.Partition] = j.weak[p.Partition]
@@ -908,7 +872,12 @@ func (s *windowSequence) checkUntouched(r windowRun, j windowVerdict, before, af
 		}
 		for _, id := range j.guarded {
 			dest, w, _ := strings.Cut(id, "@")
-			if j.weak[id] == "" && (strings.HasPrefix(rel, dest+"/"+w+"-") || rel == dest+"/_s3once_manifest-"+w) {
+			ours := strings.HasPrefix(rel, dest+"/"+w+"-") || rel == dest+"/_s3once_manifest-"+w
+			switch {
+			case j.weak[id] != "":
+			case j.closed[id] && (ours || rel == folderoracle.MarkerKey(w)):
+				s.fail("complete-window-changed", "%s changed %s, adding the partition %s to a window whose completion marker exists", r.name, d, id)
+			case ours:
 				s.fail("complete-partition-changed", "%s changed %s of the complete partition %s", r.name, d, id)
 			}
 		}
