@@ -164,12 +164,29 @@ func byDest(in []string) map[string][]string {
 // inputChanges are the kinds of input change a step may make.
 var inputChanges = []string{"identical", "identical", "identical", "subset", "superset-before", "superset-between", "superset-after", "superset-after", "superset-after", "move", "drop-destination", "add-destination", "add-destination", "empty"}
 
-// changeInput returns in changed by kind.
-func changeInput(r *rand.Rand, in []string, kind string) []string {
+// fullFiles is MaxFileRecords where files roll by records alone in one
+// shard (so a partition whose record count is a multiple of it holds full
+// files only), else 0.
+func (s settings) fullFiles() int64 {
+	if s.Shards == 1 && s.MaxFileBytes == 0 && s.TargetFileBytes == 0 {
+		return s.MaxFileRecords
+	}
+	return 0
+}
+
+// changeInput returns in changed by kind. full is the settings' fullFiles:
+// records after the others go, where it can, to a destination of full
+// files.
+func changeInput(r *rand.Rand, in []string, kind string, full int64) []string {
 	m := byDest(in)
 	dests := slices.Sorted(maps.Keys(m))
 	if len(dests) == 0 && kind != "add-destination" {
 		return in
+	}
+	if kind == "superset-after" && full > 0 {
+		if whole := slices.DeleteFunc(slices.Clone(dests), func(d string) bool { return int64(len(m[d]))%full != 0 }); len(whole) > 0 {
+			dests = whole
+		}
 	}
 	out := slices.Clone(in)
 	switch kind {

@@ -56,7 +56,7 @@ func TestMutantScenarios(t *testing.T) {
 			t.Setenv(mutant.EnvVar, bug.String())
 			mr := rand.New(rand.NewPCG(master, uint64(bug)))
 			for i := range bound {
-				seed := mr.Uint64() >> 1
+				seed := mr.Uint64()>>1 | fullFilesBias
 				s := runSequence(t, seed, v)
 				if len(s.failures) > 0 {
 					f := s.failures[0]

@@ -50,6 +50,14 @@ var pinnedSeeds = []uint64{
 	1295335560491600306, // an output-version-1 folder without a marker; a file deleted; then other Format and Shards
 }
 
+// fullFilesBias marks a sequence seed (its top bit) whose input changes
+// lean towards records sorting after a partition of full files (a third
+// of the steps of such settings, and to a destination of full files where
+// there is one): a complete partition that would grow while keeping every
+// old file, which only its manifest tells. Random seeds carry it; the
+// pinned ones were drawn before it and run as they were drawn.
+const fullFilesBias = uint64(1) << 63
+
 // versitygwShare: one sequence in versitygwShare runs on versitygw, the
 // rest on the in-memory server.
 const versitygwShare = 5
@@ -241,6 +249,9 @@ func TestScenarios(t *testing.T) {
 	}
 	start := time.Now()
 	seeds, pinned := sampleSeeds(t, envCount, defaultSequences, pinnedSeeds)
+	for i := pinned; i < len(seeds) && os.Getenv(envSeeds) == ""; i++ {
+		seeds[i] |= fullFilesBias
+	}
 	v := newVerifier(t)
 	runs := 0
 	kinds := map[string]int{}
@@ -383,7 +394,17 @@ func runSequence(t *testing.T, seed uint64, v *verifier) *sequence {
 			next.what = "settings " + strings.Join(names, "+")
 		default:
 			kind := pick(r, inputChanges)
-			next.input = changeInput(r, prev.input, kind)
+			full := int64(0)
+			if s.seed&fullFilesBias != 0 {
+				full = prev.cfg.fullFiles()
+			}
+			if full > 0 && r.IntN(3) == 0 {
+				// Records after every file of a partition of full files
+				// keep each old file and add new ones: only the partition's
+				// manifest tells that the complete partition would grow.
+				kind = "superset-after"
+			}
+			next.input = changeInput(r, prev.input, kind, full)
 			next.what = "input " + kind
 		}
 		if damage != "" {
