@@ -144,8 +144,7 @@ func budgetChild() (budgetResult, error) {
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.ParDo(s, &generateFn{Records: budgetRecords, Len: budgetLen}, beam.Impulse(s))
 	sink.Write(s, col, sink.Config{
-		Bucket: bucket, Prefix: prefix, Shards: budgetShards,
-		MaxBatchBytes: budgetBatch, PartSize: budgetPartSize, Concurrency: 1, MaxWorkerMemory: budget, Connection: sink.Connection{Endpoint: os.Getenv(childEndpoint), Region: s3test.Region, PathStyle: true,
+		Bucket: bucket, Prefix: prefix, Files: sink.Files{Shards: budgetShards}, Tuning: sink.Tuning{MaxBatchBytes: budgetBatch, PartSize: budgetPartSize, Concurrency: 1, MaxWorkerMemory: budget}, Connection: sink.Connection{Endpoint: os.Getenv(childEndpoint), Region: s3test.Region, PathStyle: true,
 			Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 	})
 	began := time.Now()

@@ -136,7 +136,7 @@ func BenchmarkPipelineFloor(b *testing.B) {
 				case "sink", "sink-gzip":
 					col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, imp)
 					cfg := sink.Config{
-						Bucket: e.bucket, Prefix: prefix, Compression: "none", Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+						Bucket: e.bucket, Prefix: prefix, Files: sink.Files{Compression: "none"}, Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
 							Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 					}
 					if side == "sink-gzip" {

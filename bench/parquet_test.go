@@ -121,7 +121,7 @@ func BenchmarkParquetPipeline(b *testing.B) {
 						case "sink":
 							col := beam.ParDo(s, &pqGenerateFn{Records: records}, imp)
 							sink.Write(s, col, sink.Config{
-								Bucket: e.bucket, Prefix: prefix, Format: "parquet", Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+								Bucket: e.bucket, Prefix: prefix, Files: sink.Files{Format: "parquet"}, Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
 									Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 							})
 						case "parquetio":

@@ -94,7 +94,7 @@ func scalePipeline(b *testing.B, records, shards int) {
 		p, s := beam.NewPipelineWithRoot()
 		col := beam.ParDo(s, &generateFn{Records: records, Len: recordLen}, beam.Impulse(s))
 		sink.Write(s, col, sink.Config{
-			Bucket: e.bucket, Prefix: prefix, Shards: shards, MaxWorkerMemory: scaleBudget, Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
+			Bucket: e.bucket, Prefix: prefix, Files: sink.Files{Shards: shards}, Tuning: sink.Tuning{MaxWorkerMemory: scaleBudget}, Connection: sink.Connection{Endpoint: e.srv.Endpoint(), Region: s3test.Region, PathStyle: true,
 				Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 		})
 		if err := ptest.Run(p); err != nil {

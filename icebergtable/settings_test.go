@@ -38,9 +38,8 @@ func TestTableWritesCarryTheSinkSettings(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	out := sink.Config{Bucket: "lake-bucket", Prefix: "lake/runs/r1", Format: "parquet",
-		Connection: sink.Connection{Endpoint: srv.URL, Region: s3test.Region, PathStyle: true,
-			Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
+	out := sink.Config{Bucket: "lake-bucket", Prefix: "lake/runs/r1", Files: sink.Files{Format: "parquet"}, Connection: sink.Connection{Endpoint: srv.URL, Region: s3test.Region, PathStyle: true,
+		Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}},
 		Requests: sink.Requests{ExpectedBucketOwner: "111122223333", Encryption: sink.EncryptionSSEKMS, KMSKeyID: "alias/lake",
 			StorageClass: "STANDARD_IA", Tags: map[string]string{"team": "lake"}, CacheControl: "no-cache",
 			ContentDisposition: "attachment", Metadata: map[string]string{"origin": "s3once"}},

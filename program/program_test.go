@@ -64,7 +64,7 @@ func TestExitAfterBeamInit(t *testing.T) {
 func TestFailureComesLastAndOnce(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Connection: sink.Connection{Endpoint: srv.Endpoint(), PathStyle: true,
-		Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Destination: escape}
+		Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Files: sink.Files{Destination: escape}}
 	p, s := beam.NewPipelineWithRoot()
 	sink.Write(s, beam.Create(s, "a", "b"), cfg)
 	_, err := Run(context.Background(), p)
@@ -92,8 +92,8 @@ func TestFailureComesLastAndOnce(t *testing.T) {
 func TestOutcomeSaysKept(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	cfg := sink.Config{Bucket: srv.Bucket(t), Prefix: "out", Connection: sink.Connection{Endpoint: srv.Endpoint(), PathStyle: true,
-		Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Shards: 1,
-		Destination: folder}
+		Region: s3test.Region, Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Files: sink.Files{Shards: 1,
+		Destination: folder}}
 	for run, want := range []string{"committed 2 files", "committed 2 files (2 kept from an earlier run)"} {
 		p, s := beam.NewPipelineWithRoot()
 		sink.Write(s, beam.Create(s, "apple", "avocado", "banana"), cfg)

@@ -109,7 +109,7 @@ func withBarrier(s beam.Scope, st settings, pending beam.PCollection, marker []b
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("s3once sink: %w", err)
 	}
-	return single(beam.TryParDo(s, &barrierFn{S: st, Settings: marker, Ext: ext}, all))
+	return single(beam.TryParDo(s, &barrierFn{S: st.folder, Settings: marker, Ext: ext}, all))
 }
 
 func init() { register.Function1x2(addBarrierKey) }
@@ -132,7 +132,7 @@ func addBarrierKey(p pendingFile) (int, pendingFile) { return 0, p }
 // upload of the run (its own, never completed) and fails. A retry of the
 // bundle finds the same and fails the same way.
 type barrierFn struct {
-	S settings `json:"s"`
+	S folder `json:"s"`
 	// Settings is the folder's settings marker for this run (settings_marker.go).
 	Settings []byte `json:"settings,omitempty"`
 	// Ext is the extension of this run's files (".jsonl.gz"). The checks

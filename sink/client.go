@@ -83,7 +83,7 @@ func (w *worker) writer(o recoverable.Options, idle int64) (*recoverable.Writer,
 // setUp is the Setup of every DoFn that talks to S3: it hands the process's
 // committer and client for the settings to ready, which keeps what the DoFn
 // needs of them.
-func (s settings) setUp(ctx context.Context, ready func(*committer.Committer, s3API) error) error {
+func (s folder) setUp(ctx context.Context, ready func(*committer.Committer, s3API) error) error {
 	w, err := s.worker(ctx)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (s settings) setUp(ctx context.Context, ready func(*committer.Committer, s3
 }
 
 // worker returns the process's client and committer for the settings.
-func (s settings) worker(ctx context.Context) (*worker, error) {
+func (s folder) worker(ctx context.Context) (*worker, error) {
 	key := workerKey{Connection: s.Connection, StagingPrefix: s.StagingPrefix, Requests: s.Requests.fingerprint()}
 	workersMu.Lock()
 	defer workersMu.Unlock()
@@ -118,7 +118,7 @@ func (s settings) worker(ctx context.Context) (*worker, error) {
 // credentials on top when they are set, and the request settings (bucket
 // owner, encryption, object settings) on every call, and throttle's shared
 // backoff and budget.
-func (s settings) newClient(ctx context.Context, throttle *s3call.Throttle) (*s3.Client, error) {
+func (s folder) newClient(ctx context.Context, throttle *s3call.Throttle) (*s3.Client, error) {
 	req, err := s.Requests.build()
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ const commitRounds = 3
 // there first) and reports it. The commit is idempotent and verified: it
 // succeeds only if the key then holds exactly the bytes the token describes.
 type commitFn struct {
-	S settings `json:"s"`
+	S folder `json:"s"`
 	// Settings is the folder's settings marker for this run, judged, and
 	// written in a new folder, before the instance's first commit
 	// (settings_marker.go); empty where the run-wide barrier does that.
@@ -140,7 +140,7 @@ func (f *commitFn) init(client committer.S3) error {
 // Prefix. A token reaches the commit stage from the runner (a checkpoint, a
 // shuffle), so it is checked before any S3 call: a corrupted or hostile one
 // could otherwise complete, or abort, any upload the credentials reach.
-func checkOwnToken(s settings, cr recoverable.CommitToken) error {
+func checkOwnToken(s folder, cr recoverable.CommitToken) error {
 	var why string
 	switch {
 	case cr.Bucket != s.Bucket:

@@ -71,7 +71,7 @@ func TestCommitStageRetriesAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := &commitFn{S: st, committer: cm}
+	fn := &commitFn{S: st.folder, committer: cm}
 	if err := fn.init(api); err != nil {
 		t.Fatal(err)
 	}

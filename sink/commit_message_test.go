@@ -55,7 +55,7 @@ func TestKeyTakenMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := &commitFn{S: st}
+	fn := &commitFn{S: st.folder}
 	if err := fn.init(c); err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestCommitStageRefusesForeignTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := s3fault.New(c)
-			fn := &commitFn{S: st}
+			fn := &commitFn{S: st.folder}
 			if err := fn.init(log); err != nil {
 				t.Fatal(err)
 			}

@@ -65,7 +65,7 @@ func withMarkers(s beam.Scope, files beam.PCollection, st settings) error {
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	_, err = beam.TryParDo(s, &markerFn{S: st.forCommit(), Mode: mode}, grouped)
+	_, err = beam.TryParDo(s, &markerFn{S: st.folder, Mode: mode}, grouped)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
@@ -77,8 +77,8 @@ func markerKey(r FileResult) (string, FileResult) { return r.Window, r }
 
 // markerFn writes one window's marker.
 type markerFn struct {
-	S    settings `json:"s"`
-	Mode string   `json:"mode"`
+	S    folder `json:"s"`
+	Mode string `json:"mode"`
 
 	c *committer.Committer
 }

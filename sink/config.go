@@ -111,168 +111,12 @@ type Config struct {
 	// settings.
 	Requests
 
-	// CompletionMarker, when set, writes a marker once every file of a
-	// window is committed (for bounded input in the global window, once
-	// the run's files are): MarkerSuccess, an empty "_SUCCESS" object, or
-	// MarkerManifest, a "_SUCCESS" object listing the window's files as
-	// JSON lines. Its name and bytes are functions of the window and its
-	// files, and it is written once (If-None-Match), as a file is; s3once
-	// never deletes it. See the package documentation for its name.
-	CompletionMarker string
-
-	// Format names the record format (see RegisterFormat): "text" (the
-	// default: strings or []byte, one per line), "jsonl" (any type, one JSON
-	// value per line) or "csv" ([]string, a CSVRecorder, or a struct of
-	// plain fields), or a name registered by the program.
-	Format string
-	// Compression names the codec (see RegisterCodec): "none" (the default),
-	// "gzip" or "zstd", or a name registered by the program.
-	Compression string
-	// Parquet holds the settings of Format "parquet" (see ParquetOptions);
-	// Compression must then stay empty.
-	Parquet ParquetOptions
-	// Destination, when set, picks each record's destination: a path under
-	// Prefix such as "country=fr/day=2024-06-01". It is a function of the
-	// element, with one of the signatures
-	//
-	//	func(T) string
-	//	func(T) (string, error)
-	//	func(beam.Window, T) string
-	//	func(beam.Window, T) (string, error)
-	//
-	// where T is the input's element type. Register it with the register
-	// package (register.Function1x1 and friends, in an init function) so
-	// workers can find it. Workers find a function by its name: a registered
-	// one from the registry, an unregistered one from the symbol table of the
-	// worker's own binary (/proc/self/exe). So an unregistered Destination
-	// works on prism and on job servers whose workers run an unstripped copy
-	// of the program, and fails on a worker whose binary has no symbol table
-	// (built with -ldflags=-s): the worker cannot decode the stage and the
-	// job fails with "<name> not found. Register DoFns and functions with
-	// the beam/register package", before any record is written. The
-	// result must be empty or a relative path without empty, "." or ".."
-	// segments, at most MaxDestinationLen bytes. Nil means every record goes
-	// to the single destination "".
-	Destination any
-
-	// Shards is the number of shards per destination, window and pane: each
-	// shard is written by one worker, as one or more files. A record's shard
-	// is a hash of its bytes, so equal inputs shard equally. Default
-	// DefaultShards (4). A shard larger than MaxBatchBytes is spilled to
-	// local disk and written as several sub-batches, by the same worker;
-	// raise Shards to spread the work. With TargetFileBytes set, Shards is
-	// instead the most shards a destination and window get (0 means
-	// DefaultMaxAutoShards, 1,000).
-	Shards int
-	// TargetFileBytes, when set, makes the shard count of each destination
-	// and window follow its data: ceil(record bytes / TargetFileBytes)
-	// shards, at least 1 and at most Shards, so a small destination gets one
-	// file and a large one as many as its size needs. The count is a
-	// function of the records alone (their bytes before compression), so a
-	// rerun of the same input gets the same counts and names on any runner
-	// and with any bundling; it is in each file's name (-of-NNNNN). Shards
-	// of a destination average at most TargetFileBytes of records, and a
-	// shard's files still roll at MaxFileBytes, which it must not exceed.
-	// It costs one more pass over the records (a shuffle of them, and a
-	// count of each destination's bytes): see docs/configuration.md.
-	// Automatic sharding needs output version 2 and the input's default
-	// trigger (with AllowedLateness 0 unless the input is bounded); Write
-	// refuses it otherwise. Zero (the default) keeps Shards fixed.
-	TargetFileBytes int64
-	// MaxBatchBytes bounds the record bytes of one batch, which a worker
-	// holds in memory while it writes them. A shard (of one destination,
-	// window and pane) larger than that is spilled to local temporary disk
-	// (as many bytes as the shard holds) and written as several sub-batches
-	// of at most MaxBatchBytes each; a shard too skewed to split (many
-	// identical records) fails the pipeline with an error that says so. Default
-	// DefaultMaxBatchBytes (64 MiB), at least 1 KiB, at most 2 GiB. A file
-	// never holds more than one batch: to get larger files, raise
-	// MaxBatchBytes (and MaxFileBytes) or lower Shards.
-	MaxBatchBytes int64
-	// MaxWorkerMemory bounds the memory that the sink's batches, part
-	// buffers and Parquet row groups take together in one worker process,
-	// across every Write in it (a process whose Writes set different
-	// values keeps the smallest). A batch that does not fit waits or
-	// spills to local disk, and a batch the writer cannot take yet goes
-	// back to the runner for a while: nothing fails for lack of memory.
-	// Default DefaultMaxWorkerMemory (1 GiB, for a worker of 2 GiB); it
-	// must hold one batch: MaxBatchBytes twice (the batch and its
-	// encoding), or MaxBatchBytes with a file's part buffers (PartSize x
-	// (Concurrency + 1)) and, for Parquet, twice RowGroupBytes, whichever
-	// is more, plus one more file's part buffers (those a worker keeps for
-	// its next file). It changes no file's bytes. docs/configuration.md
-	// tells how to size a worker by it.
-	MaxWorkerMemory int64
-	// MaxFileBytes rolls a file before the record bytes it holds (before
-	// compression) would exceed it. Default MaxBatchBytes; at least 1 KiB,
-	// at most MaxBatchBytes. A single record larger than MaxFileBytes fails
-	// the pipeline.
-	MaxFileBytes int64
-	// MaxFileRecords rolls a file when it holds this many records. Zero means
-	// no limit.
-	MaxFileRecords int64
-
-	// CheckpointBytes caps how far the writer gets, in record bytes, between
-	// two checkpoints: at each, it makes the open file durable and hands the
-	// rest of its work back to the runner (a self-checkpoint), so a failure
-	// redoes at most this much (or CheckpointInterval's worth). Each
-	// checkpoint sends the rest of the batch back through the runner, so
-	// fewer are cheaper. Compressed files also restart their gzip member or
-	// zstd frame every min(CheckpointBytes, 1 MiB) of records, whether or not
-	// a checkpoint is taken there: that spacing, not where checkpoints fall,
-	// is what CheckpointBytes changes in a file's bytes (none at 1 MiB or
-	// more). Default 64 MiB (DefaultMaxBatchBytes: a default batch is never
-	// cut by bytes), at least 1 KiB.
-	CheckpointBytes int64
-	// CheckpointInterval also checkpoints once this much time has passed
-	// since the writer started on the element, at the next sync point (every
-	// min(CheckpointBytes, 1 MiB) of records, see CheckpointBytes). Default
-	// DefaultCheckpointInterval (5 s); negative: bytes alone decide. Where
-	// checkpoints fall never changes a file's bytes.
-	CheckpointInterval time.Duration
-	// ResumeDelay is the delay the writer asks for when it checkpoints.
-	// Default DefaultResumeDelay.
-	ResumeDelay time.Duration
-
-	// FinalizeCommit chooses whether the writer also commits each file at
-	// bundle finalization (the fast path), ahead of the commit stage (which
-	// commits every file in any case): FinalizeAlways, FinalizeNever, or
-	// FinalizeAuto (the default), which is FinalizeNever on every runner.
-	// FinalizeAlways commits before any run-wide barrier could look at the
-	// folder: the settings marker is still checked before any commit, but
-	// a changed rerun may leave a partition holding files of both runs,
-	// which s3once verify names (docs/guarantees.md). Prism sends a
-	// finalization request after every bundle of a stage that asks for it,
-	// and Beam Go's harness logs an ERROR line for each bundle it did not
-	// expect one for; Flink and Spark do not run the callbacks. In builds
-	// with the race detector, FinalizeAlways acts as FinalizeNever (see
-	// the package documentation). FinalizeAlways needs output version 2.
-	FinalizeCommit string
-
-	// PartSize, Concurrency and InlineTailMax tune each file's multipart
-	// upload; see recoverable.Options for their defaults and bounds. A
-	// worker holds PartSize x (Concurrency + 1) bytes of buffers per file it
-	// writes, on top of the batch.
-	PartSize      int64
-	Concurrency   int
-	InlineTailMax int
-
-	// OutputVersion chooses the version of s3once's output: which shard a
-	// record lands in, the file names, the encodings, and the objects that
-	// describe the output (partition manifests, the settings marker's
-	// contents). A file's bytes are a function of the input, the settings
-	// and the output version, and a folder keeps the version it was first
-	// written with, so that reruns after an upgrade still match. 0 means
-	// LatestOutputVersion, for a new folder. 1 is the output of the first
-	// releases: files only, no partition manifests, completion markers as
-	// they were. 2 adds a manifest per partition and records the
-	// libraries' canary digests in the settings marker. A run into a folder
-	// of another version is refused before any commit, with the value to
-	// set; a folder that holds s3once files but no settings marker is of
-	// version 1. Since only a manifest closes a partition where there is
-	// no run-wide barrier, version 1 is written only through the barrier:
-	// bounded input, and FinalizeCommit other than FinalizeAlways.
-	OutputVersion int
+	// Files says what the files hold and how they are named, sharded,
+	// rolled and closed.
+	Files
+	// Tuning says how the writer batches, checkpoints, uploads and commits,
+	// and the memory it may take.
+	Tuning
 }
 
 // Connection is the part of a Config that says where the S3 server is and
@@ -354,15 +198,216 @@ type Requests struct {
 	VersionedBucket bool `json:"versionedBucket,omitempty"`
 }
 
+// Files is the part of Config that says what the files hold and how they
+// are named, sharded, rolled and closed. Its zero value writes text lines,
+// uncompressed, to one destination in DefaultShards shards, in the latest
+// output version, without a completion marker.
+type Files struct {
+	// Format names the record format (see RegisterFormat): "text" (the
+	// default: strings or []byte, one per line), "jsonl" (any type, one JSON
+	// value per line) or "csv" ([]string, a CSVRecorder, or a struct of
+	// plain fields), or a name registered by the program.
+	Format string
+
+	// Compression names the codec (see RegisterCodec): "none" (the default),
+	// "gzip" or "zstd", or a name registered by the program.
+	Compression string
+
+	// Parquet holds the settings of Format "parquet" (see ParquetOptions);
+	// Compression must then stay empty.
+	Parquet ParquetOptions
+
+	// Destination, when set, picks each record's destination: a path under
+	// Prefix such as "country=fr/day=2024-06-01". It is a function of the
+	// element, with one of the signatures
+	//
+	//	func(T) string
+	//	func(T) (string, error)
+	//	func(beam.Window, T) string
+	//	func(beam.Window, T) (string, error)
+	//
+	// where T is the input's element type. Register it with the register
+	// package (register.Function1x1 and friends, in an init function) so
+	// workers can find it. Workers find a function by its name: a registered
+	// one from the registry, an unregistered one from the symbol table of the
+	// worker's own binary (/proc/self/exe). So an unregistered Destination
+	// works on prism and on job servers whose workers run an unstripped copy
+	// of the program, and fails on a worker whose binary has no symbol table
+	// (built with -ldflags=-s): the worker cannot decode the stage and the
+	// job fails with "<name> not found. Register DoFns and functions with
+	// the beam/register package", before any record is written. The
+	// result must be empty or a relative path without empty, "." or ".."
+	// segments, at most MaxDestinationLen bytes. Nil means every record goes
+	// to the single destination "".
+	Destination any
+
+	// Shards is the number of shards per destination, window and pane: each
+	// shard is written by one worker, as one or more files. A record's shard
+	// is a hash of its bytes, so equal inputs shard equally. Default
+	// DefaultShards (4). A shard larger than MaxBatchBytes is spilled to
+	// local disk and written as several sub-batches, by the same worker;
+	// raise Shards to spread the work. With TargetFileBytes set, Shards is
+	// instead the most shards a destination and window get (0 means
+	// DefaultMaxAutoShards, 1,000).
+	Shards int
+
+	// TargetFileBytes, when set, makes the shard count of each destination
+	// and window follow its data: ceil(record bytes / TargetFileBytes)
+	// shards, at least 1 and at most Shards, so a small destination gets one
+	// file and a large one as many as its size needs. The count is a
+	// function of the records alone (their bytes before compression), so a
+	// rerun of the same input gets the same counts and names on any runner
+	// and with any bundling; it is in each file's name (-of-NNNNN). Shards
+	// of a destination average at most TargetFileBytes of records, and a
+	// shard's files still roll at MaxFileBytes, which it must not exceed.
+	// It costs one more pass over the records (a shuffle of them, and a
+	// count of each destination's bytes): see docs/configuration.md.
+	// Automatic sharding needs output version 2 and the input's default
+	// trigger (with AllowedLateness 0 unless the input is bounded); Write
+	// refuses it otherwise. Zero (the default) keeps Shards fixed.
+	TargetFileBytes int64
+
+	// MaxFileBytes rolls a file before the record bytes it holds (before
+	// compression) would exceed it. Default MaxBatchBytes; at least 1 KiB,
+	// at most MaxBatchBytes. A single record larger than MaxFileBytes fails
+	// the pipeline.
+	MaxFileBytes int64
+
+	// MaxFileRecords rolls a file when it holds this many records. Zero means
+	// no limit.
+	MaxFileRecords int64
+
+	// CompletionMarker, when set, writes a marker once every file of a
+	// window is committed (for bounded input in the global window, once
+	// the run's files are): MarkerSuccess, an empty "_SUCCESS" object, or
+	// MarkerManifest, a "_SUCCESS" object listing the window's files as
+	// JSON lines. Its name and bytes are functions of the window and its
+	// files, and it is written once (If-None-Match), as a file is; s3once
+	// never deletes it. See the package documentation for its name.
+	CompletionMarker string
+
+	// OutputVersion chooses the version of s3once's output: which shard a
+	// record lands in, the file names, the encodings, and the objects that
+	// describe the output (partition manifests, the settings marker's
+	// contents). A file's bytes are a function of the input, the settings
+	// and the output version, and a folder keeps the version it was first
+	// written with, so that reruns after an upgrade still match. 0 means
+	// LatestOutputVersion, for a new folder. 1 is the output of the first
+	// releases: files only, no partition manifests, completion markers as
+	// they were. 2 adds a manifest per partition and records the
+	// libraries' canary digests in the settings marker. A run into a folder
+	// of another version is refused before any commit, with the value to
+	// set; a folder that holds s3once files but no settings marker is of
+	// version 1. Since only a manifest closes a partition where there is
+	// no run-wide barrier, version 1 is written only through the barrier:
+	// bounded input, and FinalizeCommit other than FinalizeAlways.
+	OutputVersion int
+}
+
+// Tuning is the part of Config that says how the writer batches,
+// checkpoints, uploads and commits, and the memory it may take. Its zero
+// value takes every default.
+type Tuning struct {
+	// MaxBatchBytes bounds the record bytes of one batch, which a worker
+	// holds in memory while it writes them. A shard (of one destination,
+	// window and pane) larger than that is spilled to local temporary disk
+	// (as many bytes as the shard holds) and written as several sub-batches
+	// of at most MaxBatchBytes each; a shard too skewed to split (many
+	// identical records) fails the pipeline with an error that says so. Default
+	// DefaultMaxBatchBytes (64 MiB), at least 1 KiB, at most 2 GiB. A file
+	// never holds more than one batch: to get larger files, raise
+	// MaxBatchBytes (and MaxFileBytes) or lower Shards.
+	MaxBatchBytes int64
+
+	// MaxWorkerMemory bounds the memory that the sink's batches, part
+	// buffers and Parquet row groups take together in one worker process,
+	// across every Write in it (a process whose Writes set different
+	// values keeps the smallest). A batch that does not fit waits or
+	// spills to local disk, and a batch the writer cannot take yet goes
+	// back to the runner for a while: nothing fails for lack of memory.
+	// Default DefaultMaxWorkerMemory (1 GiB, for a worker of 2 GiB); it
+	// must hold one batch: MaxBatchBytes twice (the batch and its
+	// encoding), or MaxBatchBytes with a file's part buffers (PartSize x
+	// (Concurrency + 1)) and, for Parquet, twice RowGroupBytes, whichever
+	// is more, plus one more file's part buffers (those a worker keeps for
+	// its next file). It changes no file's bytes. docs/configuration.md
+	// tells how to size a worker by it.
+	MaxWorkerMemory int64
+
+	// CheckpointBytes caps how far the writer gets, in record bytes, between
+	// two checkpoints: at each, it makes the open file durable and hands the
+	// rest of its work back to the runner (a self-checkpoint), so a failure
+	// redoes at most this much (or CheckpointInterval's worth). Each
+	// checkpoint sends the rest of the batch back through the runner, so
+	// fewer are cheaper. Compressed files also restart their gzip member or
+	// zstd frame every min(CheckpointBytes, 1 MiB) of records, whether or not
+	// a checkpoint is taken there: that spacing, not where checkpoints fall,
+	// is what CheckpointBytes changes in a file's bytes (none at 1 MiB or
+	// more). Default 64 MiB (DefaultMaxBatchBytes: a default batch is never
+	// cut by bytes), at least 1 KiB.
+	CheckpointBytes int64
+
+	// CheckpointInterval also checkpoints once this much time has passed
+	// since the writer started on the element, at the next sync point (every
+	// min(CheckpointBytes, 1 MiB) of records, see CheckpointBytes). Default
+	// DefaultCheckpointInterval (5 s); negative: bytes alone decide. Where
+	// checkpoints fall never changes a file's bytes.
+	CheckpointInterval time.Duration
+
+	// ResumeDelay is the delay the writer asks for when it checkpoints.
+	// Default DefaultResumeDelay.
+	ResumeDelay time.Duration
+
+	// FinalizeCommit chooses whether the writer also commits each file at
+	// bundle finalization (the fast path), ahead of the commit stage (which
+	// commits every file in any case): FinalizeAlways, FinalizeNever, or
+	// FinalizeAuto (the default), which is FinalizeNever on every runner.
+	// FinalizeAlways commits before any run-wide barrier could look at the
+	// folder: the settings marker is still checked before any commit, but
+	// a changed rerun may leave a partition holding files of both runs,
+	// which s3once verify names (docs/guarantees.md). Prism sends a
+	// finalization request after every bundle of a stage that asks for it,
+	// and Beam Go's harness logs an ERROR line for each bundle it did not
+	// expect one for; Flink and Spark do not run the callbacks. In builds
+	// with the race detector, FinalizeAlways acts as FinalizeNever (see
+	// the package documentation). FinalizeAlways needs output version 2.
+	FinalizeCommit string
+
+	// PartSize, Concurrency and InlineTailMax tune each file's multipart
+	// upload; see recoverable.Options for their defaults and bounds. A
+	// worker holds PartSize x (Concurrency + 1) bytes of buffers per file it
+	// writes, on top of the batch.
+	PartSize      int64
+	Concurrency   int
+	InlineTailMax int
+}
+
 // settings is a Config checked and with its defaults filled in: the one
 // source every stage's settings come from. Write builds it once, on the
-// driver; no DoFn carries all of it. The DoFns that build an S3 client carry
-// a projection of it (forWriter, forCommit), with the fields they do not read
-// left zero and so left out of their JSON in the pipeline graph; the others
-// carry plain fields of their own (encodeFn, batchFn). A field added here
-// reaches a worker only through the projection that lists it. Its fields are
-// exported for the JSON encoding of DoFns.
+// driver. It is made of the parts the DoFns carry, each part the whole of
+// what its DoFns read, so a DoFn's type says what it reads and no field is
+// copied by hand: folder (every DoFn that reaches the bucket), and
+// writerSettings (the writer: its folder, fileSettings and writerTuning).
+// The fields of settings itself shape the graph on the driver (shards,
+// batches, when files commit) and reach no worker. Fields are exported for
+// the JSON encoding of DoFns.
 type settings struct {
+	writerSettings
+
+	Shards int `json:"shards,omitempty"`
+	// TargetFileBytes is Config.TargetFileBytes: 0 for fixed Shards, else
+	// automatic sharding with Shards as its bound (autoshard.go).
+	TargetFileBytes int64 `json:"targetFileBytes,omitempty"`
+	MaxBatchBytes   int64 `json:"maxBatchBytes,omitempty"`
+	// FinalizeCommit is FinalizeAlways or FinalizeNever: FinalizeAuto is
+	// resolved while the pipeline is built.
+	FinalizeCommit string `json:"finalizeCommit,omitempty"`
+}
+
+// folder is what every DoFn that reaches the bucket reads: where the files
+// are, how the client reaches S3 (client.go), what every request carries,
+// and the folder's output version.
+type folder struct {
 	Bucket        string `json:"bucket,omitempty"`
 	Prefix        string `json:"prefix,omitempty"`
 	StagingPrefix string `json:"stagingPrefix,omitempty"`
@@ -370,37 +415,42 @@ type settings struct {
 	// Connection is how the client reaches S3 (client.go).
 	Connection
 
-	Format      string `json:"format,omitempty"`
-	Compression string `json:"compression,omitempty"`
+	Requests requestSettings `json:"requests,omitzero"`
 
-	Parquet *parquetSettings `json:"parquet,omitempty"`
+	// OutputVersion is 1 or 2: 0 is resolved to LatestOutputVersion.
+	OutputVersion int `json:"outputVersion,omitempty"`
+}
 
-	Shards int `json:"shards,omitempty"`
-	// TargetFileBytes is Config.TargetFileBytes: 0 for fixed Shards, else
-	// automatic sharding with Shards as its bound (autoshard.go).
-	TargetFileBytes int64 `json:"targetFileBytes,omitempty"`
-	MaxBatchBytes   int64 `json:"maxBatchBytes,omitempty"`
-	MaxFileBytes    int64 `json:"maxFileBytes,omitempty"`
-	MaxFileRecords  int64 `json:"maxFileRecords,omitempty"`
-	// MaxWorkerMemory is Config.MaxWorkerMemory (membudget.go).
-	MaxWorkerMemory int64 `json:"maxWorkerMemory,omitempty"`
+// fileSettings decide a file's bytes and where it rolls.
+type fileSettings struct {
+	Format      string           `json:"format,omitempty"`
+	Compression string           `json:"compression,omitempty"`
+	Parquet     *parquetSettings `json:"parquet,omitempty"`
 
+	MaxFileBytes   int64 `json:"maxFileBytes,omitempty"`
+	MaxFileRecords int64 `json:"maxFileRecords,omitempty"`
+}
+
+// writerTuning is how the writer checkpoints and uploads a file, and the
+// memory it may take.
+type writerTuning struct {
 	CheckpointBytes    int64         `json:"checkpointBytes,omitempty"`
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty"`
 	ResumeDelay        time.Duration `json:"resumeDelay,omitempty"`
-
-	// FinalizeCommit is FinalizeAlways or FinalizeNever: FinalizeAuto is
-	// resolved while the pipeline is built.
-	FinalizeCommit string `json:"finalizeCommit,omitempty"`
 
 	PartSize      int64 `json:"partSize,omitempty"`
 	Concurrency   int   `json:"concurrency,omitempty"`
 	InlineTailMax int   `json:"inlineTailMax,omitempty"`
 
-	// OutputVersion is 1 or 2: 0 is resolved to LatestOutputVersion.
-	OutputVersion int `json:"outputVersion,omitempty"`
+	// MaxWorkerMemory is Config.MaxWorkerMemory (membudget.go).
+	MaxWorkerMemory int64 `json:"maxWorkerMemory,omitempty"`
+}
 
-	Requests requestSettings `json:"requests,omitzero"`
+// writerSettings is what the writer (writeFilesFn) reads.
+type writerSettings struct {
+	folder
+	fileSettings
+	writerTuning
 }
 
 // Validate reports every problem of c in one error wrapping ErrInvalidConfig.
@@ -411,21 +461,49 @@ func (c Config) Validate() error {
 	return err
 }
 
+// partCheckBucket stands in for Bucket when a part alone is validated.
+const partCheckBucket = "s3once-part-check"
+
+// Validate reports every problem of the connection, checked with every
+// other part of Config at its defaults, in one error wrapping
+// ErrInvalidConfig; Config.Validate checks the parts together.
+func (c Connection) Validate() error {
+	return Config{Bucket: partCheckBucket, Connection: c}.Validate()
+}
+
+// Validate reports every problem of the request settings, as
+// Connection.Validate does.
+func (r Requests) Validate() error { return Config{Bucket: partCheckBucket, Requests: r}.Validate() }
+
+// Validate reports every problem of the file settings, as
+// Connection.Validate does. The element type is checked against Format
+// and Destination by TryWrite.
+func (f Files) Validate() error { return Config{Bucket: partCheckBucket, Files: f}.Validate() }
+
+// Validate reports every problem of the tuning, as Connection.Validate
+// does.
+func (t Tuning) Validate() error { return Config{Bucket: partCheckBucket, Tuning: t}.Validate() }
+
 // settings validates c and returns it with defaults filled in.
 func (c Config) settings() (settings, error) {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
 	s := settings{
-		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
-		Connection: c.Connection,
-		Format:     c.Format, Compression: c.Compression,
-		Shards: c.Shards, TargetFileBytes: c.TargetFileBytes, MaxBatchBytes: c.MaxBatchBytes, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords,
-		MaxWorkerMemory: c.MaxWorkerMemory,
-		CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
+		writerSettings: writerSettings{
+			folder: folder{
+				Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
+				Connection: c.Connection, OutputVersion: c.OutputVersion,
+			},
+			fileSettings: fileSettings{Format: c.Format, Compression: c.Compression, MaxFileBytes: c.MaxFileBytes, MaxFileRecords: c.MaxFileRecords},
+			writerTuning: writerTuning{
+				CheckpointBytes: c.CheckpointBytes, CheckpointInterval: c.CheckpointInterval, ResumeDelay: c.ResumeDelay,
+				PartSize: c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
+				MaxWorkerMemory: c.MaxWorkerMemory,
+			},
+		},
+		Shards: c.Shards, TargetFileBytes: c.TargetFileBytes, MaxBatchBytes: c.MaxBatchBytes,
 		FinalizeCommit: c.FinalizeCommit,
-		PartSize:       c.PartSize, Concurrency: c.Concurrency, InlineTailMax: c.InlineTailMax,
-		OutputVersion: c.OutputVersion,
 	}
 
 	if err := checkBucket(s.Bucket); err != nil {
@@ -577,32 +655,7 @@ func (c Config) settings() (settings, error) {
 	return s, nil
 }
 
-// forCommit is what the DoFns that commit or check files read: where the
-// files are, and what builds the S3 client (credentials and request settings
-// included). Format, sizes and checkpoint spacing are left out.
-func (s settings) forCommit() settings {
-	return settings{
-		Bucket: s.Bucket, Prefix: s.Prefix, StagingPrefix: s.StagingPrefix,
-		Connection: s.Connection,
-		Requests:   s.Requests, OutputVersion: s.OutputVersion,
-	}
-}
-
-// forWriter is what the writer (writeFilesFn) reads: forCommit's fields,
-// plus what decides a file's bytes, where it rolls and checkpoints, and its
-// upload's tuning. Shards and MaxBatchBytes (the batches carry their shard)
-// and FinalizeCommit (resolved into the choice of DoFn) are left out.
-func (s settings) forWriter() settings {
-	w := s.forCommit()
-	w.Format, w.Compression, w.Parquet = s.Format, s.Compression, s.Parquet
-	w.MaxFileBytes, w.MaxFileRecords = s.MaxFileBytes, s.MaxFileRecords
-	w.CheckpointBytes, w.CheckpointInterval, w.ResumeDelay = s.CheckpointBytes, s.CheckpointInterval, s.ResumeDelay
-	w.PartSize, w.Concurrency, w.InlineTailMax = s.PartSize, s.Concurrency, s.InlineTailMax
-	w.MaxWorkerMemory = s.MaxWorkerMemory
-	return w
-}
-
-func (s settings) streamOptions() recoverable.Options {
+func (s writerSettings) streamOptions() recoverable.Options {
 	return recoverable.Options{
 		PartSize:         s.PartSize,
 		Concurrency:      s.Concurrency,
@@ -633,7 +686,7 @@ func finalizeMode(setting string, supported bool) (string, error) {
 
 // syncBytes is the spacing of sync points in a file, in record bytes: where
 // a compressed member ends and a checkpoint may be taken.
-func (s settings) syncBytes() int64 { return min(s.CheckpointBytes, 1<<20) }
+func (s writerTuning) syncBytes() int64 { return min(s.CheckpointBytes, 1<<20) }
 
 // checkBucket checks a bucket name against S3's naming rules, as far as
 // every existing bucket follows them: 3 to 255 characters (63 for buckets

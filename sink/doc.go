@@ -3,11 +3,13 @@
 // streaming pipelines.
 //
 //	files := sink.Write(s, records, sink.Config{
-//		Bucket:      "my-bucket",
-//		Prefix:      "events",
-//		Format:      "jsonl",
-//		Compression: "gzip",
-//		Destination: eventDay, // func(Event) string, registered with register.Function1x1
+//		Bucket: "my-bucket",
+//		Prefix: "events",
+//		Files: sink.Files{
+//			Format:      "jsonl",
+//			Compression: "gzip",
+//			Destination: eventDay, // func(Event) string, registered with register.Function1x1
+//		},
 //	})
 //
 // Write returns a PCollection<FileResult> with one element per committed file,

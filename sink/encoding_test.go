@@ -145,13 +145,13 @@ func TestRestrictionTokenDecodedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := &writeFilesFn{S: st.forWriter()}
+	fn := &writeFilesFn{S: st.writerSettings}
 	if err := fn.init(client); err != nil {
 		t.Fatal(err)
 	}
 	calls := len(fake.Calls())
 	_, err = fn.ProcessElement(context.Background(), fn.CreateTracker(got), b, func(pendingFile) { t.Error("a file was emitted") })
-	key := fileKey(fn.S, fn.ext, &b, 0)
+	key := fileKey(fn.S.folder, fn.ext, &b, 0)
 	if !errors.Is(err, recoverable.ErrInvalidToken) || !strings.Contains(err.Error(), key) {
 		t.Fatalf("resuming from a bad token: %v; want ErrInvalidToken naming %s", err, key)
 	}

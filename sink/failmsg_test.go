@@ -12,7 +12,7 @@ import (
 // package already carries the bucket and key, and the sink adds only its
 // prefix; other errors get the file named by the sink.
 func TestWriterFailNamesTheKeyOnce(t *testing.T) {
-	fn := &writeFilesFn{S: settings{Bucket: "bucket", Prefix: "out"}, ext: ".txt"}
+	fn := &writeFilesFn{S: writerSettings{folder: folder{Bucket: "bucket", Prefix: "out"}}, ext: ".txt"}
 	w := &fileWriter{fn: fn, b: &batch{Window: "global", Shard: 0, Shards: 1}}
 	key := w.key()
 	inner := &recoverable.Error{Op: "open", Bucket: "bucket", Key: key, Err: errors.New("create multipart upload: refused")}

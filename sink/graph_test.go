@@ -30,8 +30,7 @@ func TestDoFnPayloads(t *testing.T) {
 	t.Setenv(keyEnv, "GRAPHACCESSKEYID")
 	t.Setenv(secretEnv, secret)
 	p, s := beam.NewPipelineWithRoot()
-	cfg := Config{Bucket: bucket, Prefix: "out", Format: "jsonl", Compression: "gzip", Shards: 3,
-		Connection: Connection{Endpoint: endpoint, PathStyle: true, Credentials: Credentials{AccessKeyIDEnv: keyEnv, SecretAccessKeyEnv: secretEnv}}}
+	cfg := Config{Bucket: bucket, Prefix: "out", Files: Files{Format: "jsonl", Compression: "gzip", Shards: 3}, Connection: Connection{Endpoint: endpoint, PathStyle: true, Credentials: Credentials{AccessKeyIDEnv: keyEnv, SecretAccessKeyEnv: secretEnv}}}
 	if _, err := TryWrite(s, beam.Create(s, "a", "b"), cfg); err != nil {
 		t.Fatal(err)
 	}

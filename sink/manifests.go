@@ -92,7 +92,7 @@ type WindowFiles struct {
 func withManifests(s beam.Scope, files beam.PCollection, st settings, barrier bool, lateness time.Duration) (beam.PCollection, error) {
 	none := beam.PCollection{}
 	s = s.Scope("Manifests")
-	w := windowWriter{S: st.forCommit(), Mode: st.Requests.CompletionMarker, Strays: !barrier}
+	w := windowWriter{S: st.folder, Mode: st.Requests.CompletionMarker, Strays: !barrier}
 	if barrier {
 		keyed, err := single(beam.TryParDo(s, windowKey, files))
 		if err != nil {
@@ -169,8 +169,8 @@ func splitExpiry(window string, e expiring, expires func(string, expiring), endl
 
 // windowWriter writes a complete window's manifests and marker.
 type windowWriter struct {
-	S    settings `json:"s"`
-	Mode string   `json:"mode,omitempty"`
+	S    folder `json:"s"`
+	Mode string `json:"mode,omitempty"`
 	// Strays, where there is no barrier, lists each partition before its
 	// manifest is written, for s3once files the run did not commit there
 	// (strays).

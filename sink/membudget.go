@@ -87,7 +87,7 @@ const (
 
 // partBuffers is the memory of one file's part buffers: PartSize x
 // (Concurrency + 1), the defaults filled in.
-func (s settings) partBuffers() int64 {
+func (s writerTuning) partBuffers() int64 {
 	part, conc := s.PartSize, int64(s.Concurrency)
 	if part == 0 {
 		part = recoverable.DefaultPartSize
@@ -101,7 +101,7 @@ func (s settings) partBuffers() int64 {
 // encoderMemory is what a file's encoder holds beside its parts: twice a
 // Parquet row group (its column buffers and their pages), at most the
 // batch's record bytes; and a compressor's state.
-func (s settings) encoderMemory(recordBytes int64) int64 {
+func (s writerSettings) encoderMemory(recordBytes int64) int64 {
 	var n int64
 	if s.Parquet != nil {
 		n += 2*min(s.Parquet.RowGroupBytes, recordBytes) + codecAllowance
@@ -116,7 +116,7 @@ func (s settings) encoderMemory(recordBytes int64) int64 {
 // bytes: the batch as the runner handed it over (its records, their
 // length prefixes and slice headers), one file's part buffers and its
 // encoder.
-func (s settings) writerMemory(recordBytes, records int64) int64 {
+func (s writerSettings) writerMemory(recordBytes, records int64) int64 {
 	return recordBytes + records*(sliceHeader+2) + s.partBuffers() + s.encoderMemory(recordBytes)
 }
 

@@ -47,7 +47,7 @@ func windowTime(t typex.EventTime) string {
 // with empty parts (and their slashes) left out. A file of a shard that was
 // split into sub-batches has "-batch-<BB>-of-<MM>" after the shard's count. Every part is a function of
 // the file's records, so a retry or a rerun names its files alike.
-func fileKey(s settings, ext string, b *batch, file int) string {
+func fileKey(s folder, ext string, b *batch, file int) string {
 	// The one definition of the name, which the commit stage and the sweep
 	// recognise (ownkeys.IsFileName).
 	return ownkeys.FileKey(s.Prefix, b.Destination, ownkeys.FileName{
@@ -57,7 +57,7 @@ func fileKey(s settings, ext string, b *batch, file int) string {
 }
 
 // checkKey refuses a key S3 would refuse, or one inside the staging prefix.
-func checkKey(s settings, key string) error {
+func checkKey(s folder, key string) error {
 	if len(key) > maxKeyLen {
 		return fmt.Errorf("file key %q is %d bytes long; S3 allows %d (shorten Prefix or the destinations)", key, len(key), maxKeyLen)
 	}

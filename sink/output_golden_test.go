@@ -84,7 +84,7 @@ func goldenCases() []goldenCase {
 			gc := goldenCase{
 				name:   format + "-" + comp,
 				format: format,
-				cfg:    Config{Format: format, Compression: comp, Shards: 2, MaxFileBytes: 2 << 10, CheckpointBytes: 1 << 10},
+				cfg:    Config{Files: Files{Format: format, Compression: comp, Shards: 2, MaxFileBytes: 2 << 10}, Tuning: Tuning{CheckpointBytes: 1 << 10}},
 				elemT:  reflect.TypeFor[order](),
 				recs:   orders,
 			}
@@ -98,22 +98,22 @@ func goldenCases() []goldenCase {
 		// The defaults: 4 shards, one file per shard, a sync point every
 		// MiB (past the records' end).
 		goldenCase{name: "text-defaults", format: "text", cfg: Config{}, elemT: reflect.TypeFor[string](), recs: text},
-		goldenCase{name: "jsonl-gzip-defaults", format: "jsonl", cfg: Config{Format: "jsonl", Compression: "gzip"},
+		goldenCase{name: "jsonl-gzip-defaults", format: "jsonl", cfg: Config{Files: Files{Format: "jsonl", Compression: "gzip"}},
 			elemT: reflect.TypeFor[order](), recs: orders},
 		// Destinations, many shards, rolling by record count.
 		goldenCase{name: "text-destinations", format: "text",
-			cfg:  Config{Shards: 5, MaxFileRecords: 7, Compression: "gzip", CheckpointBytes: 1 << 10},
+			cfg:  Config{Files: Files{Shards: 5, MaxFileRecords: 7, Compression: "gzip"}, Tuning: Tuning{CheckpointBytes: 1 << 10}},
 			dest: goldenDestination, elemT: reflect.TypeFor[string](), recs: text},
 		goldenCase{name: "jsonl-destinations", format: "jsonl",
-			cfg:  Config{Format: "jsonl", Compression: "zstd", Shards: 3, MaxFileBytes: 1 << 10, CheckpointBytes: 4 << 10},
+			cfg:  Config{Files: Files{Format: "jsonl", Compression: "zstd", Shards: 3, MaxFileBytes: 1 << 10}, Tuning: Tuning{CheckpointBytes: 4 << 10}},
 			dest: goldenOrderDestination, elemT: reflect.TypeFor[order](), recs: orders},
 		// A shard larger than MaxBatchBytes, split into sub-batches.
 		goldenCase{name: "text-sub-batches", format: "text",
-			cfg:   Config{Shards: 1, MaxBatchBytes: 1 << 10, Compression: "gzip", CheckpointBytes: 1 << 10},
+			cfg:   Config{Files: Files{Shards: 1, Compression: "gzip"}, Tuning: Tuning{MaxBatchBytes: 1 << 10, CheckpointBytes: 1 << 10}},
 			elemT: reflect.TypeFor[string](), recs: text},
 		// A header in every file.
 		goldenCase{name: "csv-header-gzip", format: "csv",
-			cfg:   Config{Format: "test-csv-header", Compression: "gzip", Shards: 2, MaxFileRecords: 50, CheckpointBytes: 1 << 10},
+			cfg:   Config{Files: Files{Format: "test-csv-header", Compression: "gzip", Shards: 2, MaxFileRecords: 50}, Tuning: Tuning{CheckpointBytes: 1 << 10}},
 			elemT: reflect.TypeFor[[]string](), recs: func() []any {
 				var out []any
 				for i, r := range goldenRecords("text") {
@@ -123,7 +123,7 @@ func goldenCases() []goldenCase {
 			}},
 		// A window and a pane in the names.
 		goldenCase{name: "text-window-pane", format: "text",
-			cfg:  Config{Shards: 2, MaxFileBytes: 3 << 10},
+			cfg:  Config{Files: Files{Shards: 2, MaxFileBytes: 3 << 10}},
 			win:  window.IntervalWindow{Start: mtime.FromMilliseconds(1717236000000), End: mtime.FromMilliseconds(1717236060500)},
 			pane: beam.PaneInfo{Index: 3}, elemT: reflect.TypeFor[string](), recs: text},
 	)
@@ -246,9 +246,9 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	}
 	var pending []pendingFile
 	for _, b := range batches {
-		rest := roundTrip(t, (&writeFilesFn{S: st.forWriter()}).CreateInitialRestriction(b), encodeRestriction, decodeRestriction)
+		rest := roundTrip(t, (&writeFilesFn{S: st.writerSettings}).CreateInitialRestriction(b), encodeRestriction, decodeRestriction)
 		for {
-			fn := &writeFilesFn{S: st.forWriter(), committer: cm}
+			fn := &writeFilesFn{S: st.writerSettings, committer: cm}
 			if err := fn.init(client); err != nil {
 				t.Fatal(err)
 			}

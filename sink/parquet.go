@@ -105,7 +105,7 @@ func (s *settings) bindParquetRow(t reflect.Type) {
 // the file's schema from: the element type in output version 1, its list
 // type (parquetbody.ListType) from version 2 on. It checks that type's
 // schema.
-func (s settings) parquetRowType() (reflect.Type, error) {
+func (s writerSettings) parquetRowType() (reflect.Type, error) {
 	if s.Parquet == nil || s.Parquet.Row == nil || s.Parquet.Row.T == nil {
 		return nil, errors.New("the pipeline was built without the Parquet element type")
 	}
@@ -126,7 +126,7 @@ func (s settings) parquetRowType() (reflect.Type, error) {
 // bodyKind makes the bodies of s's files, whose format is f and codec c:
 // Parquet's, or a line format's (its header, then the records, compressed
 // by c).
-func (s settings) bodyKind(f Format, c Codec) (filebody.Kind, error) {
+func (s writerSettings) bodyKind(f Format, c Codec) (filebody.Kind, error) {
 	if s.Parquet == nil {
 		var header []byte
 		if h, ok := f.(FileHeader); ok {

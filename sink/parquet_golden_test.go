@@ -94,10 +94,10 @@ func TestParquetGolden(t *testing.T) {
 			rowGroups int
 		}{
 			{goldenCase{name: "parquet-snappy-records",
-				cfg: Config{Format: "parquet", Shards: 1, CheckpointBytes: 1 << 10, Parquet: ParquetOptions{RowGroupRecords: 64}}},
+				cfg: Config{Files: Files{Format: "parquet", Shards: 1, Parquet: ParquetOptions{RowGroupRecords: 64}}, Tuning: Tuning{CheckpointBytes: 1 << 10}}},
 				(len(events) + 63) / 64},
 			{goldenCase{name: "parquet-zstd-bytes",
-				cfg: Config{Format: "parquet", Shards: 1, CheckpointBytes: 1 << 10, Parquet: ParquetOptions{Compression: "zstd", RowGroupBytes: 8 << 10}}},
+				cfg: Config{Files: Files{Format: "parquet", Shards: 1, Parquet: ParquetOptions{Compression: "zstd", RowGroupBytes: 8 << 10}}, Tuning: Tuning{CheckpointBytes: 1 << 10}}},
 				pqGroupsByBytes(lines, 8<<10)},
 		} {
 			t.Run(fmt.Sprintf("v%d/%s", version, tc.gc.name), func(t *testing.T) {

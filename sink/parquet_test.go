@@ -724,7 +724,7 @@ func TestParquetAcrossCheckpoints(t *testing.T) {
 				// bundle's outputs are dropped and its restriction redone, so
 				// the encoder it suspended is ahead of the token and must not
 				// be taken.
-				r.shared = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s}}
+				r.shared = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s.writerSettings}}
 				r.shared.committer = r.committer(c)
 				if err := r.shared.init(c); err != nil {
 					t.Fatal(err)

@@ -60,7 +60,7 @@ func benchPartitionCheck(b *testing.B, files int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &barrierFn{S: settings{Bucket: bucket, Prefix: prefix}, c: cm}
+	f := &barrierFn{S: folder{Bucket: bucket, Prefix: prefix}, c: cm}
 	ctx := context.Background()
 	lists0 := countOps(fake, s3fault.ListObjectsV2)
 	cpu0 := cpuTime()

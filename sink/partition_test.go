@@ -320,7 +320,7 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 	}
 	first, _ := closed("out/global-pane-0-shard-00000-of-00001-file-00000.txt", "a\n")
 	log := s3fault.New(c)
-	fn := &commitFn{S: st, Settings: encodeSettings(st.markerSettings()), Manifests: true}
+	fn := &commitFn{S: st.folder, Settings: encodeSettings(st.markerSettings()), Manifests: true}
 	if err := fn.init(log); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, _ := closed("out/global-pane-0-shard-00000-of-00001-file-00001.txt", "b\n")
-	fn2 := &commitFn{S: st, Settings: encodeSettings(st.markerSettings()), Manifests: true}
+	fn2 := &commitFn{S: st.folder, Settings: encodeSettings(st.markerSettings()), Manifests: true}
 	if err := fn2.init(c); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestCommitStageMarksBeforeCommit(t *testing.T) {
 		t.Fatalf("the refused file was committed: %v", keys)
 	}
 	// The listed file again (a rerun): committed already, accepted.
-	fn3 := &commitFn{S: st, Settings: encodeSettings(st.markerSettings()), Manifests: true}
+	fn3 := &commitFn{S: st.folder, Settings: encodeSettings(st.markerSettings()), Manifests: true}
 	if err := fn3.init(c); err != nil {
 		t.Fatal(err)
 	}

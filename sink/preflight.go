@@ -199,10 +199,8 @@ func (e quietError) Unwrap() []error { return []error{e.msg, e.detail} }
 // connectionSettings keeps what the S3 checks need of an invalid Config, if
 // that part of it is sound; otherwise why says which part is not.
 func connectionSettings(c Config) (s settings, why string) {
-	s = settings{
-		Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix,
-		Connection: c.Connection, InlineTailMax: c.InlineTailMax,
-	}
+	s.folder = folder{Bucket: c.Bucket, Prefix: strings.TrimSuffix(c.Prefix, "/"), StagingPrefix: c.StagingPrefix, Connection: c.Connection}
+	s.InlineTailMax = c.InlineTailMax
 	if s.ThrottleBudget <= 0 {
 		s.ThrottleBudget = s3call.DefaultThrottleBudget
 	}

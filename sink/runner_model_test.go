@@ -84,7 +84,7 @@ type bundleRun struct {
 // at the same records). It may run on any goroutine: it reports failures
 // instead of failing the test.
 func (r *runner) attempt(ctx context.Context, elem batch, rest restriction, seed uint64) bundleRun {
-	ffn := &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s}}
+	ffn := &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s.writerSettings}}
 	fn := &ffn.writeFilesFn
 	fn.committer = r.cm
 	if err := fn.init(r.client); err != nil {
@@ -127,7 +127,7 @@ func (r *runner) attempt(ctx context.Context, elem batch, rest restriction, seed
 func (r *runner) runModel(b batch, m zombieModel, log *modelLog, zombies *sync.WaitGroup) (pending []pendingFile, delayed []func() error) {
 	t := r.t
 	r.committer(r.client) // made here, shared by every attempt
-	rest := r.roundTripRestriction((&writeFilesFn{S: r.s}).CreateInitialRestriction(b))
+	rest := r.roundTripRestriction((&writeFilesFn{S: r.s.writerSettings}).CreateInitialRestriction(b))
 	for {
 		r.bundles++
 		if r.bundles > 10000 {

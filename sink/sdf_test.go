@@ -158,8 +158,8 @@ func roundTrip[T any](t testing.TB, v T, enc func(T) ([]byte, error), dec func([
 
 // run writes b and returns the pending files of the bundles that succeeded.
 func (r *runner) run(b batch) []pendingFile {
-	rest := r.roundTripRestriction((&writeFilesFn{S: r.s}).CreateInitialRestriction(b))
-	if parts := (&writeFilesFn{S: r.s}).SplitRestriction(b, rest); len(parts) != 1 {
+	rest := r.roundTripRestriction((&writeFilesFn{S: r.s.writerSettings}).CreateInitialRestriction(b))
+	if parts := (&writeFilesFn{S: r.s.writerSettings}).SplitRestriction(b, rest); len(parts) != 1 {
 		r.t.Fatalf("SplitRestriction gave %d restrictions", len(parts))
 	}
 	return r.runFrom(b, rest)
@@ -177,7 +177,7 @@ func (r *runner) runFrom(b batch, rest restriction) []pendingFile {
 			t.Fatal("the writer does not make progress")
 		}
 		elem := r.roundTripBatch(b)
-		ffn := &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s}}
+		ffn := &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: r.s.writerSettings}}
 		if r.shared != nil {
 			ffn = r.shared
 		}
@@ -292,7 +292,7 @@ func (r *runner) finalize(bf *fakeFinalizer) {
 // some files twice (Beam may deliver an element again).
 func (r *runner) commitAll(pending []pendingFile) []FileResult {
 	t := r.t
-	fn := &commitFn{S: r.s}
+	fn := &commitFn{S: r.s.folder}
 	var client s3API = r.client
 	if r.api != nil {
 		client = r.api
@@ -721,7 +721,7 @@ func TestWriterRewritesLostArtifacts(t *testing.T) {
 // residual; the bundle's outputs are dropped.
 func (r *runner) firstCheckpoint(b batch) restriction {
 	r.t.Helper()
-	fn := &writeFilesFn{S: r.s}
+	fn := &writeFilesFn{S: r.s.writerSettings}
 	if err := fn.init(r.client); err != nil {
 		r.t.Fatal(err)
 	}
@@ -740,7 +740,7 @@ func (r *runner) firstCheckpoint(b batch) restriction {
 
 // tryFrom runs one bundle of b from rest over r.api and returns its error.
 func (r *runner) tryFrom(b batch, rest restriction) error {
-	fn := &writeFilesFn{S: r.s}
+	fn := &writeFilesFn{S: r.s.writerSettings}
 	fn.committer = r.committer(r.client)
 	if err := fn.init(r.api); err != nil {
 		r.t.Fatal(err)

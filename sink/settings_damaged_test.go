@@ -43,7 +43,7 @@ func TestSettingsMarkerPerPair(t *testing.T) {
 	}
 	for _, p := range markerPairs {
 		t.Run(p.format+"-"+p.compression, func(t *testing.T) {
-			st, err := Config{Bucket: "bucket-name", Prefix: "out", Format: p.format, Compression: p.compression}.settings()
+			st, err := Config{Bucket: "bucket-name", Prefix: "out", Files: Files{Format: p.format, Compression: p.compression}}.settings()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -235,7 +235,7 @@ func (s settings) markerSettings() markerSettings {
 }
 
 // fileExt is the extension of the files: the format's, then the codec's.
-func (s settings) fileExt() string {
+func (s fileSettings) fileExt() string {
 	ext := ""
 	if f, err := lookupFormat(s.Format); err == nil {
 		ext += f.Extension()

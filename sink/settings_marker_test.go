@@ -75,7 +75,7 @@ func TestSettingsMarkerOfConfig(t *testing.T) {
 		}
 		return st.markerSettings()
 	}
-	base := Config{Bucket: "bucket-name", Prefix: "out", Format: "jsonl", Compression: "gzip"}
+	base := Config{Bucket: "bucket-name", Prefix: "out", Files: Files{Format: "jsonl", Compression: "gzip"}}
 	ms := markerOf(base)
 	names := make([]string, len(ms))
 	for i, s := range ms {
@@ -156,7 +156,7 @@ func TestSettingsMarkerOfConfig(t *testing.T) {
 		t.Errorf("CheckpointBytes of uncompressed files changes the marker: %v", ch)
 	}
 
-	pq := Config{Bucket: "bucket-name", Format: "parquet", Parquet: ParquetOptions{Compression: "zstd"}}
+	pq := Config{Bucket: "bucket-name", Files: Files{Format: "parquet", Parquet: ParquetOptions{Compression: "zstd"}}}
 	qfp := markerOf(pq)
 	if v, _ := qfp.Get("parquet-compression"); v != "zstd" {
 		t.Errorf("parquet-compression = %q", v)

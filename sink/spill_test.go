@@ -238,7 +238,7 @@ func TestGatherTooLarge(t *testing.T) {
 
 func TestFileKeySubBatch(t *testing.T) {
 	b := &batch{Destination: "d", Window: "global", Shard: 1, Shards: 4, SubBatch: 3, SubBatches: 8}
-	if got, want := fileKey(settings{Prefix: "out"}, ".txt", b, 2), "out/d/global-pane-0-shard-00001-of-00004-batch-03-of-08-file-00002.txt"; got != want {
+	if got, want := fileKey(folder{Prefix: "out"}, ".txt", b, 2), "out/d/global-pane-0-shard-00001-of-00004-batch-03-of-08-file-00002.txt"; got != want {
 		t.Errorf("fileKey = %q, want %q", got, want)
 	}
 }

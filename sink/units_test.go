@@ -105,18 +105,18 @@ func TestFileKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &batch{Destination: "country=fr", Window: "global", Pane: 0, Shard: 3, Shards: 16, SubBatches: 1}
-	if got, want := fileKey(st, ".jsonl.gz", b, 12), "out/country=fr/global-pane-0-shard-00003-of-00016-file-00012.jsonl.gz"; got != want {
+	if got, want := fileKey(st.folder, ".jsonl.gz", b, 12), "out/country=fr/global-pane-0-shard-00003-of-00016-file-00012.jsonl.gz"; got != want {
 		t.Errorf("fileKey = %q, want %q", got, want)
 	}
 	st.Prefix = ""
 	b.Destination = ""
-	if got, want := fileKey(st, ".txt", b, 0), "global-pane-0-shard-00003-of-00016-file-00000.txt"; got != want {
+	if got, want := fileKey(st.folder, ".txt", b, 0), "global-pane-0-shard-00003-of-00016-file-00000.txt"; got != want {
 		t.Errorf("fileKey = %q, want %q", got, want)
 	}
-	if err := checkKey(st, ".s3once/staging/x.txt"); err == nil {
+	if err := checkKey(st.folder, ".s3once/staging/x.txt"); err == nil {
 		t.Error("a key under the staging prefix was accepted")
 	}
-	if err := checkKey(st, strings.Repeat("k", 1025)); err == nil {
+	if err := checkKey(st.folder, strings.Repeat("k", 1025)); err == nil {
 		t.Error("a key over 1,024 bytes was accepted")
 	}
 }

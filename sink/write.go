@@ -167,9 +167,9 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 	// commit stage elsewhere, and first by the writer that commits at
 	// bundle finalization.
 	marker := encodeSettings(st.markerSettings())
-	var writer any = &writeFilesFn{S: st.forWriter()}
+	var writer any = &writeFilesFn{S: st.writerSettings}
 	if st.FinalizeCommit == FinalizeAlways {
-		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.forWriter()}, Settings: marker, Ext: st.fileExt()}
+		writer = &finalizingWriteFilesFn{writeFilesFn: writeFilesFn{S: st.writerSettings}, Settings: marker, Ext: st.fileExt()}
 	}
 	pending, err := single(beam.TryParDo(s.Scope("WriteFiles"), writer, batches))
 	if err != nil {
@@ -181,9 +181,9 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 		return none, none, fmt.Errorf("%w: output version 1 keeps no partition manifests, and here %s, so nothing would keep a changed rerun's files out of the partitions it commits to; write output version 2 (OutputVersion 0 or 2, in a fresh Prefix), or give Write bounded input", ErrInvalidConfig, why)
 	}
 	logGuarantee(st, applies, why) // barrier.go
-	commit := &commitFn{S: st.forCommit()}
+	commit := &commitFn{S: st.folder}
 	if applies {
-		if pending, err = withBarrier(s, st.forCommit(), pending, marker, st.fileExt()); err != nil {
+		if pending, err = withBarrier(s, st, pending, marker, st.fileExt()); err != nil {
 			return none, none, err
 		}
 	} else {

@@ -46,7 +46,7 @@ type pendingFile struct {
 // also commits each file in a bundle-finalization callback (the fast path).
 // Config.FinalizeCommit picks one of the two.
 type writeFilesFn struct {
-	S settings `json:"s"`
+	S writerSettings `json:"s"`
 
 	writer    *recoverable.Writer
 	committer *committer.Committer
@@ -334,7 +334,7 @@ type fileWriter struct {
 	body   filebody.Body       // the open file's body, or nil
 }
 
-func (w *fileWriter) key() string { return fileKey(w.fn.S, w.fn.ext, w.b, w.index) }
+func (w *fileWriter) key() string { return fileKey(w.fn.S.folder, w.fn.ext, w.b, w.index) }
 
 // fail names the file in err.
 //
@@ -377,7 +377,7 @@ func (w *fileWriter) write(line []byte) error {
 
 func (w *fileWriter) open() error {
 	key := w.key()
-	if err := checkKey(w.fn.S, key); err != nil {
+	if err := checkKey(w.fn.S.folder, key); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
 	st, err := w.fn.writer.Open(w.ctx, w.fn.S.Bucket, key, w.fn.oo)

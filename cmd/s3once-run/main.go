@@ -182,8 +182,7 @@ func run(o options, out, errOut io.Writer) int {
 	cfg := sink.Config{
 		Bucket: o.bucket, Prefix: o.prefix,
 		Connection: sink.Connection{Endpoint: srv.Endpoint(), Region: localserver.Region, PathStyle: true,
-			Credentials: sink.Credentials{AccessKeyIDEnv: localserver.AccessKeyEnv, SecretAccessKeyEnv: localserver.SecretKeyEnv}},
-		Format: "jsonl", Compression: "gzip", Shards: 2, CheckpointBytes: 2 << 20,
+			Credentials: sink.Credentials{AccessKeyIDEnv: localserver.AccessKeyEnv, SecretAccessKeyEnv: localserver.SecretKeyEnv}}, Files: sink.Files{Format: "jsonl", Compression: "gzip", Shards: 2}, Tuning: sink.Tuning{CheckpointBytes: 2 << 20},
 	}
 	what := "gzip JSON Lines"
 	if parquet {

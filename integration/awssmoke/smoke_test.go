@@ -79,7 +79,7 @@ func (e env) client(t *testing.T, req s3req.Settings) *s3.Client {
 }
 
 func (e env) sinkConfig(bucket, prefix string) sink.Config {
-	return sink.Config{Bucket: bucket, Prefix: prefix, Connection: sink.Connection{Region: e.region}, Requests: sink.Requests{ExpectedBucketOwner: e.owner}, StagingPrefix: prefix + "/.s3once/staging/", Shards: 2, Compression: "gzip"}
+	return sink.Config{Bucket: bucket, Prefix: prefix, Connection: sink.Connection{Region: e.region}, Requests: sink.Requests{ExpectedBucketOwner: e.owner}, StagingPrefix: prefix + "/.s3once/staging/", Files: sink.Files{Shards: 2, Compression: "gzip"}}
 }
 
 // TestAWS runs, under one fresh prefix per bucket: the preflight; a small

@@ -33,7 +33,8 @@ func init() {
 func main() {
 	flag.Parse()
 	beam.Init()
-	cfg := sink.Config{Bucket: *bucket, Prefix: *prefix, Format: "text", Compression: "gzip",
+	cfg := sink.Config{Bucket: *bucket, Prefix: *prefix,
+		Files:      sink.Files{Format: "text", Compression: "gzip"},
 		Connection: sink.Connection{Endpoint: *endpoint, PathStyle: *endpoint != ""}}
 	ctx := context.Background()
 	if err := sink.Preflight(ctx, cfg); err != nil {

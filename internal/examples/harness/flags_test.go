@@ -59,7 +59,7 @@ func TestSinkFlagsDefaults(t *testing.T) {
 	if err := fs.Parse([]string{"--bucket=b", "--s3-endpoint=http://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
-	want := sink.Config{Bucket: "b", Prefix: "events", Compression: "zstd", Connection: sink.Connection{Endpoint: "http://127.0.0.1:1", PathStyle: true}}
+	want := sink.Config{Bucket: "b", Prefix: "events", Files: sink.Files{Compression: "zstd"}, Connection: sink.Connection{Endpoint: "http://127.0.0.1:1", PathStyle: true}}
 	if got := f.Config(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Config() = %+v, want %+v", got, want)
 	}

@@ -629,15 +629,14 @@ func (s *sequence) run(r runSpec) error {
 func (e *env) sinkConfig(c settings) sink.Config {
 	return sink.Config{
 		Bucket: e.bucket, Prefix: prefix, Connection: sink.Connection{Endpoint: e.proxy.srv.URL, Region: "us-east-1", PathStyle: true,
-			Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Destination: firstLetter,
-		Format:          c.Format,
-		Compression:     c.Compression,
-		Shards:          c.Shards,
-		MaxFileRecords:  c.MaxFileRecords,
-		MaxFileBytes:    c.MaxFileBytes,
-		TargetFileBytes: c.TargetFileBytes,
-		OutputVersion:   c.OutputVersion,
-		FinalizeCommit:  c.FinalizeCommit,
+			Credentials: sink.Credentials{AccessKeyIDEnv: s3test.AccessKeyEnv, SecretAccessKeyEnv: s3test.SecretKeyEnv}}, Files: sink.Files{Destination: firstLetter,
+			Format:          c.Format,
+			Compression:     c.Compression,
+			Shards:          c.Shards,
+			MaxFileRecords:  c.MaxFileRecords,
+			MaxFileBytes:    c.MaxFileBytes,
+			TargetFileBytes: c.TargetFileBytes,
+			OutputVersion:   c.OutputVersion}, Tuning: sink.Tuning{FinalizeCommit: c.FinalizeCommit},
 	}
 }
 
