@@ -68,7 +68,15 @@ func (o Outcome) String() string {
 // Run runs p on the runner Beam's --runner flag names (the embedded prism
 // runner when unset), waits for it to end, and reads the sink's counters.
 // Its error is the runner's: give it to Exit, or to Format.
+//
+// Before it starts the runner, Run refuses the S3 server's URL given to
+// Beam's --endpoint (sink.CheckBeamEndpoint), with the line Preflight and
+// Write give: a runner would otherwise wait minutes for a job service
+// there, or ignore the flag.
 func Run(ctx context.Context, p *beam.Pipeline) (Outcome, error) {
+	if err := sink.CheckBeamEndpoint(""); err != nil {
+		return Outcome{Counters: map[string]int64{}}, err
+	}
 	began := time.Now()
 	pr, err := beamx.RunWithMetrics(ctx, p)
 	out := Outcome{Elapsed: time.Since(began), Counters: map[string]int64{}}

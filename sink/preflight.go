@@ -130,13 +130,27 @@ func (e *PreflightError) Unwrap() []error {
 // removed afterwards; one that cannot be is named in the error, and the
 // sweep removes it later.
 //
+// Before any of them it checks Beam's --endpoint flag (CheckBeamEndpoint):
+// where that holds the S3 server's URL, Preflight makes no S3 call at all
+// and reports it, with any problem of the configuration itself.
+//
 // Preflight returns nil, or a *PreflightError (wrapping ErrPreflight) that
 // lists every problem found, not just the first.
 func Preflight(ctx context.Context, cfg Config) error {
 	pe := &PreflightError{Bucket: cfg.Bucket, Endpoint: cfg.Endpoint}
+	beamErr := CheckBeamEndpoint(cfg.Endpoint)
+	if beamErr != nil {
+		pe.Problems = append(pe.Problems, PreflightProblem{Check: "check Beam's --endpoint", Err: beamErr})
+	}
 	s, err := cfg.settings()
 	if err != nil {
 		pe.Problems = append(pe.Problems, PreflightProblem{Check: "check the configuration", Err: err})
+	}
+	if beamErr != nil {
+		pe.Unchecked = append(pe.Unchecked, "every S3 call (the S3 server's URL went to Beam's --endpoint)")
+		return pe
+	}
+	if err != nil {
 		var why string
 		if s, why = connectionSettings(cfg); why != "" {
 			pe.Unchecked = append(pe.Unchecked, "every S3 call ("+why+")")

@@ -51,7 +51,8 @@ func Write(s beam.Scope, col beam.PCollection, cfg Config) beam.PCollection {
 // TryWrite is Write that returns an error instead of panicking. The error
 // wraps ErrInvalidConfig when the configuration does not fit (Validate's
 // problems, a Format that cannot encode col's element type, a Destination of
-// the wrong type or that Beam cannot serialise).
+// the wrong type or that Beam cannot serialise, the S3 server's URL given to
+// Beam's --endpoint: CheckBeamEndpoint).
 func TryWrite(s beam.Scope, col beam.PCollection, cfg Config) (beam.PCollection, error) {
 	files, _, err := buildWrite(s, col, cfg, false)
 	return files, err
@@ -84,6 +85,9 @@ func TryWriteWindows(s beam.Scope, col beam.PCollection, cfg Config) (files, win
 // manifest stage's complete windows.
 func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool) (beam.PCollection, beam.PCollection, error) {
 	none := beam.PCollection{}
+	if err := CheckBeamEndpoint(cfg.Endpoint); err != nil {
+		return none, none, err
+	}
 	st, err := cfg.settings()
 	if err != nil {
 		return none, none, err

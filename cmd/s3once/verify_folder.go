@@ -31,7 +31,7 @@ import (
 
 // Problem kinds, part of verify's JSON interface.
 const (
-	kindNoOutput         = "no-output"              // nothing of s3once's under the prefix
+	kindNoOutput         = "no-output"              // no committed output under the prefix (files, manifests, settings marker)
 	kindSettings         = "settings-unreadable"    // the settings marker does not decode, or this build cannot judge it
 	kindSettingsMissing  = "settings-missing"       // manifests exist, but the settings marker written before them does not
 	kindManifest         = "manifest-unreadable"    // a partition manifest does not decode
@@ -117,6 +117,9 @@ type verifier struct {
 	parts map[partKey]*partition
 	// markers are the completion markers listed.
 	markers []string
+	// noOutput: no file, manifest or settings marker of s3once's is under
+	// the prefix (reported once the uploads are listed: noOutputProblem).
+	noOutput bool
 }
 
 type partKey struct{ dest, window string }
@@ -167,6 +170,9 @@ func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) 
 	v.checkPartitions(ctx)
 	v.checkMarkers(ctx)
 	v.checkUploads(ctx)
+	if v.noOutput {
+		v.problem(v.noOutputProblem())
+	}
 	if o.tableRun {
 		v.checkTableRun(ctx)
 	}
@@ -389,7 +395,7 @@ func (v *verifier) checkPartitions(ctx context.Context) {
 		hasFiles = hasFiles || len(v.parts[k].files) > 0 || v.parts[k].manifest != ""
 	}
 	if !hasFiles && !v.rep.Settings.Found {
-		v.problem(problem{Kind: kindNoOutput, Key: ownkeys.Folder(v.o.prefix), Message: "no s3once output (files, manifests or settings marker) under the prefix: check --bucket and --prefix"})
+		v.noOutput = true
 		return
 	}
 	if !v.rep.Settings.Found && !v.settingsUnread {
@@ -965,6 +971,27 @@ func markerWindow(prefix, key string) (window string, pane int64) {
 	}
 	pane, _ = strconv.ParseInt(p, 10, 64)
 	return window, pane
+}
+
+// noOutputProblem is the problem of a folder with no committed output. With
+// open uploads of s3once's under it (a run that is still writing, or one
+// killed before it committed anything) the folder has no output yet, and
+// its uploads, each a problem of its own, are what to look at; only where
+// there are none is a wrong --bucket or --prefix the likely cause.
+func (v *verifier) noOutputProblem() problem {
+	p := problem{Kind: kindNoOutput, Key: ownkeys.Folder(v.o.prefix)}
+	own := 0
+	for _, u := range v.rep.Uploads {
+		if u.Own {
+			own++
+		}
+	}
+	if own == 0 {
+		p.Message = "no s3once output (files, manifests or settings marker) under the prefix: check --bucket and --prefix"
+		return p
+	}
+	p.Message = fmt.Sprintf("no output yet: nothing is committed under the prefix (no files, manifests or settings marker), only open uploads of s3once's (%d, listed here): a run still writing, or one stopped before it committed; verify again once the run ends, or rerun it to write the folder", own)
+	return p
 }
 
 // ---- uploads -------------------------------------------------------------

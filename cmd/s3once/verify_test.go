@@ -856,6 +856,63 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		f := folder(t)
 		rep := verify(t, f, exitProblems)
 		wantProblems(t, rep, kindNoOutput+" "+ownkeys.Folder(f.prefix))
+		if m := rep.Problems[0].Message; !strings.Contains(m, "check --bucket and --prefix") {
+			t.Fatalf("an empty folder's problem does not lead to --bucket and --prefix: %s", m)
+		}
+		// Another tool's upload is not s3once's output, nor a run of it.
+		other := ownkeys.Folder(f.prefix) + "another-tool.bin"
+		if _, err := client.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &other}); err != nil {
+			t.Fatal(err)
+		}
+		rep = verify(t, f, exitProblems)
+		wantProblems(t, rep, kindNoOutput+" "+ownkeys.Folder(f.prefix))
+		if m := rep.Problems[0].Message; !strings.Contains(m, "check --bucket and --prefix") {
+			t.Fatalf("a folder with another tool's upload alone: %s", m)
+		}
+	})
+
+	// A run killed before it committed anything leaves open uploads and
+	// nothing else: the folder has no output yet, and the report says so
+	// and lists the uploads, without leading to --bucket and --prefix.
+	t.Run("NoOutputYet", func(t *testing.T) {
+		f := folder(t)
+		var ids []string
+		var keys []string
+		for shard := range 2 {
+			key := f.name("", "global", shard, 2, 0, ext)
+			out, err := client.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, keys = append(ids, aws.ToString(out.UploadId)), append(keys, key)
+		}
+		rep := verify(t, f, exitProblems)
+		wantProblems(t, rep, kindNoOutput+" "+ownkeys.Folder(f.prefix), kindUploadLeft+" "+keys[0], kindUploadLeft+" "+keys[1])
+		for _, p := range rep.Problems {
+			if p.Kind != kindNoOutput {
+				continue
+			}
+			if !strings.Contains(p.Message, "no output yet") || !strings.Contains(p.Message, "(2, listed here)") || strings.Contains(p.Message, "--bucket") {
+				t.Fatalf("the no-output problem of a folder with open uploads: %s", p.Message)
+			}
+		}
+		r := runCmd(t, "", env, "verify", "--bucket", f.bucket, "--prefix", f.prefix, "--endpoint", srv.Endpoint(), "--path-style")
+		lines := strings.Split(r.stdout, "\n")
+		var problems []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "    [") {
+				problems = append(problems, l)
+			}
+		}
+		if r.code != exitProblems || len(problems) != 3 || !strings.Contains(problems[0], "[no-output]") || !strings.Contains(problems[0], "no output yet") ||
+			strings.Contains(r.stdout, "check --bucket") {
+			t.Fatalf("human report: exit %d, want no output yet first, then the uploads, and no --bucket lead:\n%s", r.code, r.stdout)
+		}
+		for i, id := range ids {
+			if !strings.Contains(r.stdout, keys[i]+" upload "+id) {
+				t.Errorf("the human report does not list %s upload %s:\n%s", keys[i], id, r.stdout)
+			}
+		}
 	})
 
 	t.Run("CouldNotVerify", func(t *testing.T) {

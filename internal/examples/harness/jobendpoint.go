@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/s3once/s3once/sink"
 )
 
 // JobServiceWait bounds how long the examples wait for a job service named
@@ -22,69 +23,55 @@ const JobServiceWait = 10 * time.Second
 // errJobEndpoint marks a Beam --endpoint that cannot be a job service.
 var errJobEndpoint = errors.New("bad job service endpoint")
 
-// jobServiceRunners are the runners that read Beam's --endpoint as the
-// address of a job service ("" is beamx's default, prism). Dataflow reads
-// --endpoint as one of its own options, so it is not checked.
+// jobServiceRunners are the runners that dial Beam's --endpoint as the
+// address of a job service ("" is beamx's default, prism). The others
+// (direct, Dataflow, ...) do not read it.
 var jobServiceRunners = map[string]bool{
 	"": true, "prism": true, "PrismRunner": true,
-	"universal": true, "flink": true, "FlinkRunner": true, "spark": true, "SparkRunner": true,
+	"universal": true, "portable": true, "PortableRunner": true, "flink": true, "FlinkRunner": true, "spark": true, "SparkRunner": true,
 }
 
 // CheckJobEndpoint checks Beam's --endpoint flag (jobopts.Endpoint) for the
 // runner named by --runner; see checkJobEndpoint.
 func CheckJobEndpoint(ctx context.Context, s3Endpoint string) error {
-	return checkJobEndpoint(ctx, *runners.Runner, *jobopts.Endpoint, s3Endpoint, JobServiceWait)
+	return checkJobEndpoint(ctx, *runners.Runner, s3Endpoint, JobServiceWait)
 }
 
+// jobEndpointHint says what Beam's --endpoint is for.
+const jobEndpointHint = "Beam reads --endpoint as the address of a job service (host:port); give the S3 server's URL as --s3-endpoint"
+
 // checkJobEndpoint fails at once, with a hint, where Beam's --endpoint
-// would make a job-service runner wait for minutes and then fail: a value
-// that looks like an S3 URL (a scheme, or the S3 endpoint's own address),
-// or one where no gRPC server answers within wait. Beam's runners dial the
-// job service and block until it answers, printing nothing meanwhile.
-func checkJobEndpoint(ctx context.Context, runner, endpoint, s3Endpoint string, wait time.Duration) error {
+// would make a runner wait for minutes and then fail, or go past the S3
+// server: the S3 server's URL, on any runner, refused by the sink's own
+// rule (sink.CheckBeamEndpoint, which Preflight, Write and program.Run
+// apply too, with the same message); or, on a runner that dials a job
+// service, an address where no gRPC server answers within wait. Beam's
+// runners dial the job service and block until it answers, printing
+// nothing meanwhile.
+func checkJobEndpoint(ctx context.Context, runner, s3Endpoint string, wait time.Duration) error {
+	if err := sink.CheckBeamEndpoint(s3Endpoint); err != nil {
+		return err
+	}
+	endpoint := *jobopts.Endpoint
 	if endpoint == "" || !jobServiceRunners[runner] {
 		return nil
 	}
-	hint := "Beam reads --endpoint as the address of a job service (host:port); give the S3 server's URL as --s3-endpoint"
-	if strings.Contains(endpoint, "://") || sameAddress(endpoint, s3Endpoint) {
-		return fmt.Errorf("%w: --endpoint %s looks like an S3 endpoint: %s", errJobEndpoint, endpoint, hint)
-	}
 	if err := jobServiceAnswers(ctx, endpoint, wait); err != nil {
-		return fmt.Errorf("%w: no job service answers at --endpoint %s: %w; start the job server first, or drop --endpoint to run on the embedded runner (%s)", errJobEndpoint, endpoint, err, hint)
+		return fmt.Errorf("%w: no job service answers at --endpoint %s: %w; start the job server first, or drop --endpoint to run on the embedded runner (%s)", errJobEndpoint, endpoint, err, jobEndpointHint)
 	}
 	return nil
 }
 
-// sameAddress tells whether endpoint (host:port) is the address of the S3
-// endpoint URL s3Endpoint.
-func sameAddress(endpoint, s3Endpoint string) bool {
-	if s3Endpoint == "" {
-		return false
-	}
-	if endpoint == s3Endpoint {
-		return true
-	}
-	u, err := url.Parse(s3Endpoint)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	host := u.Host
-	if u.Port() == "" {
-		switch u.Scheme {
-		case "http":
-			host += ":80"
-		case "https":
-			host += ":443"
-		}
-	}
-	return strings.EqualFold(endpoint, u.Host) || strings.EqualFold(endpoint, host)
-}
-
-// jobServiceAnswers connects to a gRPC server at endpoint and waits until
-// the connection is ready, for at most wait. A server of another protocol
-// (an S3 server speaking HTTP/1.1) never becomes ready.
+// jobServiceAnswers connects to a gRPC server at endpoint (host:port, or a
+// gRPC target with its resolver's scheme, as Beam dials it) and waits
+// until the connection is ready, for at most wait. A server of another
+// protocol (an S3 server speaking HTTP/1.1) never becomes ready.
 func jobServiceAnswers(ctx context.Context, endpoint string, wait time.Duration) error {
-	conn, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	target := endpoint
+	if !strings.Contains(endpoint, "://") {
+		target = "passthrough:///" + endpoint
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
