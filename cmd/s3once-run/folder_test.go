@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,5 +71,36 @@ func TestProgressAndSummaryCountFilesOnly(t *testing.T) {
 	// A run that reported a file its manifests do not list disagrees.
 	if err := checkFolder(ctx, &out, c, "demo", "corpus", rs[:3]); err == nil || !strings.Contains(err.Error(), "the run reported 3 files, its 2 partition manifests list 4") {
 		t.Errorf("checkFolder of 3 of 4 files: %v", err)
+	}
+}
+
+// A rerun's summary agrees with the folder: the run-wide barrier's count
+// of the run's files, all of them kept, and the manifests' count, the
+// same number of files as the folder holds.
+func TestRerunSummaryAgreesWithTheFolder(t *testing.T) {
+	data := t.TempDir()
+	for n := 1; n <= 2; n++ {
+		var out, errOut strings.Builder
+		if code := run(options{data: data, bucket: "demo", prefix: "corpus", records: 3000, seed: 1}, &out, &errOut); code != 0 {
+			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", n, code, out.String(), errOut.String())
+		}
+		files, err := filepath.Glob(filepath.Join(data, "demo", "corpus", "topic=*", "*.jsonl.gz"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("run %d: no files under the data folder (%v)", n, err)
+		}
+		held := len(files)
+		want := []string{
+			fmt.Sprintf("s3once batch: %d files committed to s3://demo/corpus/", held),
+			fmt.Sprintf("files of this run, checked by the run-wide barrier %d\n", held),
+			fmt.Sprintf("partition manifests list these %d files\n", held),
+		}
+		if n == 2 {
+			want[1] = fmt.Sprintf("files of this run, checked by the run-wide barrier %d · %d kept from an earlier run\n", held, held)
+		}
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("run %d: the output lacks %q; the folder holds %d files:\n%s", n, w, held, out.String())
+			}
+		}
 	}
 }
