@@ -42,31 +42,70 @@ import (
 // Outcome is what a finished run reports, as far as the runner reports
 // the pipeline's counters (the embedded runner does).
 type Outcome struct {
-	// Committed counts the files the sink's commit stage found committed
-	// with their bytes, whether this run committed them or an earlier one.
+	// Committed counts the files of the run's output: once it has ended,
+	// its partitions hold exactly these files, whether this run committed
+	// them or kept them from an earlier run. It comes from the run-wide
+	// barrier (bounded input, FinalizeCommit not "always"), which checks
+	// every file of the run in one element, so no runner thins the count;
+	// without the barrier it is the commit stage's count, which a runner
+	// may thin, and String says "at least".
 	Committed int64
 	// Kept counts, of those, the files an earlier run had committed with
-	// the same bytes (a rerun keeps them).
+	// the same bytes (a rerun keeps them); 0 without the barrier.
 	Kept int64
 	// Counters are all the pipeline's counters, "namespace/name" ->
 	// value.
 	Counters map[string]int64
 	// Elapsed is the wall time from submission to the end.
 	Elapsed time.Duration
+
+	// atLeast says that Committed is the commit stage's count, which may
+	// come up short.
+	atLeast bool
 }
 
 // String says what was committed: "committed 12 files", with the files
-// kept from an earlier run when there are any.
+// kept from an earlier run when there are any ("committed 12 files (12
+// kept from an earlier run)" for a rerun of the same input), or "committed
+// at least 12 files" when the count is one a runner may thin.
 func (o Outcome) String() string {
 	s := fmt.Sprintf("committed %d files", o.Committed)
+	if o.atLeast {
+		s = fmt.Sprintf("committed at least %d files", o.Committed)
+	}
 	if o.Kept > 0 {
 		s += fmt.Sprintf(" (%d kept from an earlier run)", o.Kept)
 	}
 	return s
 }
 
+// The sink's counters that Run reads. The barrier's are reported, per
+// Write, by the one element that holds every file of the run; the commit
+// stage's by every bundle that commits, and a runner may lose some of
+// those reports (prism does, docs/operating.md#metrics).
+const (
+	counterBarrierFiles = "s3once/barrier_files"
+	counterBarrierKept  = "s3once/barrier_kept"
+	counterCommitted    = "s3once/files_committed"
+)
+
+// outcome fills in Committed and Kept from the counters: the barrier's
+// where it ran, else the commit stage's, as a lower bound.
+func outcome(counters map[string]int64, elapsed time.Duration) Outcome {
+	out := Outcome{Counters: counters, Elapsed: elapsed}
+	if files, ok := counters[counterBarrierFiles]; ok {
+		out.Committed, out.Kept = files, counters[counterBarrierKept]
+		return out
+	}
+	out.Committed = counters[counterCommitted]
+	out.atLeast = out.Committed > 0
+	return out
+}
+
 // Run runs p on the runner Beam's --runner flag names (the embedded prism
-// runner when unset), waits for it to end, and reads the sink's counters.
+// runner when unset), waits for it to end, and reads the sink's counters:
+// how many files the run's output holds, and how many of them an earlier
+// run had committed (see Outcome).
 // Its error is the runner's: give it to Exit, or to Format.
 //
 // Before it starts the runner, Run refuses the S3 server's URL given to
@@ -79,13 +118,10 @@ func Run(ctx context.Context, p *beam.Pipeline) (Outcome, error) {
 	}
 	began := time.Now()
 	pr, err := beamx.RunWithMetrics(ctx, p)
-	out := Outcome{Elapsed: time.Since(began), Counters: map[string]int64{}}
 	if err != nil {
-		return out, err
+		return Outcome{Elapsed: time.Since(began), Counters: map[string]int64{}}, err
 	}
-	out.Counters = counters(pr)
-	out.Committed, out.Kept = out.Counters["s3once/files_committed"], out.Counters["s3once/barrier_kept"]
-	return out, nil
+	return outcome(counters(pr), time.Since(began)), nil
 }
 
 // counters reads a run's counters. A runner result without metrics (the

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -131,5 +132,28 @@ func TestCausePicksTheSinksMessage(t *testing.T) {
 	var buf bytes.Buffer
 	if code := write(&buf, pf); code != 3 {
 		t.Errorf("a preflight error exits with %d, want 3", code)
+	}
+}
+
+// The line counts from the run-wide barrier's counters, which one element
+// reports, not from the commit stage's, which prism may thin (2 of 4 files
+// in a rerun once said "committed 2 files (4 kept from an earlier run)");
+// without the barrier it says the commit stage's count is a lower bound.
+func TestOutcomeCountsFromTheBarrier(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		counters map[string]int64
+		want     string
+	}{
+		{"first run, commit stage thinned", map[string]int64{counterBarrierFiles: 4, counterCommitted: 3}, "committed 4 files"},
+		{"rerun, commit stage thinned", map[string]int64{counterBarrierFiles: 4, counterBarrierKept: 4, counterCommitted: 2, "s3once/commits_already_done": 2},
+			"committed 4 files (4 kept from an earlier run)"},
+		{"rerun after a partial run", map[string]int64{counterBarrierFiles: 4, counterBarrierKept: 1, counterCommitted: 4}, "committed 4 files (1 kept from an earlier run)"},
+		{"no barrier", map[string]int64{counterCommitted: 29}, "committed at least 29 files"},
+		{"nothing written", map[string]int64{}, "committed 0 files"},
+	} {
+		if got := outcome(c.counters, time.Second).String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -225,6 +225,9 @@ func run(o options, out, errOut io.Writer) int {
 	if err := sum.Write(out); err != nil {
 		return fail("%v", err)
 	}
+	if err := checkFolder(ctx, out, client, o.bucket, o.prefix, res.Results); err != nil {
+		return fail("%v", err)
+	}
 	if parquet {
 		if err := checkParquet(ctx, out, client, o.bucket, res.Results, int64(o.records)); err != nil {
 			return fail("%v", err)

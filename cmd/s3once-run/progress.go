@@ -12,13 +12,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/internal/examples/harness"
-	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/runfolder"
 )
 
 // progress shows, while the pipeline runs, what the bucket holds: the files
 // being written (open multipart uploads) and the files committed so far. It
 // reads the server, as any observer could, so it shows what is durable, not
-// what the pipeline believes.
+// what the pipeline believes: the files it counts are the s3once files in
+// the folder (runfolder.Files), not the folder's settings marker, its
+// partition manifests or its completion markers. A rerun starts from the
+// earlier run's files, which it keeps.
 type progress struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -73,22 +76,15 @@ func snapshot(ctx context.Context, c *s3.Client, bucket, prefix string) string {
 	if err == nil {
 		open = len(ups.Uploads)
 	}
-	var files, bytes int64
-	pg := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
-	for pg.HasMorePages() {
-		out, err := pg.NextPage(cctx)
-		if err != nil {
-			break
-		}
-		for _, o := range out.Contents {
-			if ownkeys.IsSettingsAnywhere(aws.ToString(o.Key)) {
-				continue // the folder's settings marker, not a file
-			}
-			files++
-			bytes += aws.ToInt64(o.Size)
-		}
+	var bytes int64
+	files, err := runfolder.Files(cctx, c, bucket, prefix)
+	for _, f := range files {
+		bytes += f.Size
 	}
-	return fmt.Sprintf("files being written: %d · committed: %d files, %s", open, files, harness.HumanBytes(bytes))
+	if err != nil {
+		return fmt.Sprintf("files being written: %d · committed: not known (%v)", open, err)
+	}
+	return fmt.Sprintf("files being written: %d · committed: %d files, %s", open, len(files), harness.HumanBytes(bytes))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -57,17 +57,17 @@ func (s Summary) Write(w io.Writer) error {
 	c := s.Counters
 	fmt.Fprintf(b, "checkpoints %d · resumed after a self-checkpoint %d · recovered after a failure %d · parts uploaded %d\n",
 		c["s3once/persists"], c["s3once/self_checkpoint_resumes"], c["s3once/recoveries"], c["s3once/parts_uploaded"])
-	fmt.Fprintf(b, "files verified by the commit stage %d", c["s3once/files_committed"])
-	// The run-wide barrier tells files kept from an earlier run apart; the
-	// rest of the commits that found their file in place were made at
-	// bundle finalization, by a retried bundle, or by an earlier run of a
-	// pipeline without the barrier.
-	kept := c["s3once/barrier_kept"]
-	if kept > 0 {
-		fmt.Fprintf(b, " · %d kept from an earlier run", kept)
-	}
-	if other := c["s3once/commits_already_done"] - kept; other > 0 {
-		fmt.Fprintf(b, " · %d found already committed (at bundle finalization, by a retried bundle or an earlier run)", other)
+	// The run-wide barrier's counters come from the one element that
+	// checks every file of the run, so no runner thins them; the commit
+	// stage's come from every bundle that commits, and prism may lose some
+	// (docs/operating.md#metrics).
+	if files, ok := c["s3once/barrier_files"]; ok {
+		fmt.Fprintf(b, "files of this run, checked by the run-wide barrier %d", files)
+		if kept := c["s3once/barrier_kept"]; kept > 0 {
+			fmt.Fprintf(b, " · %d kept from an earlier run", kept)
+		}
+	} else {
+		fmt.Fprintf(b, "files verified by the commit stage at least %d", c["s3once/files_committed"])
 	}
 	b.WriteString("\n")
 	if n := c["s3once/throttled_calls"]; n > 0 {

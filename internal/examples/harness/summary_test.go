@@ -120,3 +120,30 @@ func TestSummarySaysKeptAndResumed(t *testing.T) {
 		}
 	}
 }
+
+// The summary counts the run's files from the run-wide barrier's counters,
+// which one element reports, not from the commit stage's, which prism may
+// thin: a rerun of 12 files whose commit stage reported 5 says 12.
+func TestSummaryCountsFromTheBarrier(t *testing.T) {
+	s := Summary{Name: "batch", Bucket: "b", Prefix: "out", Outcome: Outcome{Elapsed: time.Second,
+		Counters: map[string]int64{"s3once/files_committed": 5, "s3once/commits_already_done": 5,
+			"s3once/barrier_files": 12, "s3once/barrier_kept": 12}}}
+	var b strings.Builder
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "files of this run, checked by the run-wide barrier 12 · 12 kept from an earlier run\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+	if strings.Contains(b.String(), " 5") {
+		t.Errorf("summary shows the commit stage's thinned count:\n%s", b.String())
+	}
+	s.Counters = map[string]int64{"s3once/files_committed": 29}
+	b.Reset()
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "files verified by the commit stage at least 29\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("without the barrier, summary lacks %q:\n%s", want, b.String())
+	}
+}
