@@ -81,7 +81,7 @@ test: tools vet
 	$(GO) test -count=1 -timeout 10m -run '^TestWindowScenarios$$|^TestScenarios$$' ./internal/testkit/scenario/
 	$(GO) test -race -tags $(MUTANT_TAG) -timeout 10m ./internal/mutant/
 	$(GO) test -race -tags iceberg -timeout 10m ./cmd/s3once-run/
-	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/testkit/explore/ ./internal/testkit/scenario/ ./integration/
+	$(GO) test -race -tags $(MUTANT_TAG) -timeout 30m -run '^TestMutant' ./internal/s3call/ ./internal/testkit/explore/ ./internal/testkit/scenario/ ./integration/ ./icebergtable/
 
 # Fuzz targets, each run for FUZZTIME (go test fuzzes one target per run).
 # `make test` already runs their seed corpora as ordinary tests.

@@ -290,7 +290,7 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 		}
 		committed, err := txn.Commit(ctx)
 		refused := conflict(err)
-		if refused {
+		if refused && (mutTableDiscardOnConflict() || !t.mayHaveLanded(ctx, txn)) {
 			// Nothing was applied: the round's new manifests and manifest
 			// list are referenced by no snapshot.
 			discardStaged(ctx, txn, tbl)
@@ -380,6 +380,21 @@ func (t *Table) detach(committed *table.Table) *table.Table {
 	loaded := t.loaded
 	t.mu.Unlock()
 	return table.New(committed.Identifier(), md, committed.MetadataLocation(), loaded.FS, t.cat)
+}
+
+// mayHaveLanded re-checks a conflict answer against a reload before
+// anything staged is removed: a catalog, or an HTTP client in front of
+// one, that retried a commit which had landed answers the retry with a
+// conflict. It reports true when the reloaded table holds the round's
+// staged snapshot, or when that cannot be told (the staged snapshot or the
+// reload failed); the next round's look-up decides what the run did.
+func (t *Table) mayHaveLanded(ctx context.Context, txn *table.Transaction) bool {
+	staged, err := txn.StagedTable()
+	if err != nil || staged.CurrentSnapshot() == nil {
+		return true
+	}
+	tbl, err := t.reload(ctx)
+	return err != nil || tbl.Metadata().SnapshotByID(staged.CurrentSnapshot().SnapshotID) != nil
 }
 
 // discardStaged removes, as well as it can, what a refused commit round

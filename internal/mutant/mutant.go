@@ -76,11 +76,17 @@ const (
 	// VerifyTrustsCounts: verify --read takes a manifest's record counts
 	// as they are, without comparing them with the files'.
 	VerifyTrustsCounts
+	// TableDiscardOnConflict: the table stage takes a conflict answer
+	// from the catalog at its word and removes what the round staged
+	// without reloading the table, so a commit that landed but was
+	// answered as refused (a catalog or client that retried it) loses
+	// its manifest list.
+	TableDiscardOnConflict
 )
 
 // All lists every bug, in the order of their values.
 var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota, BlindCommit,
-	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts}
+	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts, TableDiscardOnConflict}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -117,6 +123,8 @@ func (b Bug) String() string {
 		return "verify-trusts-listing"
 	case VerifyTrustsCounts:
 		return "verify-trusts-counts"
+	case TableDiscardOnConflict:
+		return "table-discard-on-conflict"
 	}
 	return "bugs(mixed)"
 }

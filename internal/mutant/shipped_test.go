@@ -21,7 +21,7 @@ func TestShippedBinariesCarryNoMutant(t *testing.T) {
 	if deps := goListDeps(t, "", shipped...); slices.Contains(deps, pkg) {
 		t.Errorf("a shipped binary links %s: a package it imports reads a switch without the s3once_mutant build tag", pkg)
 	}
-	for _, p := range []string{"./committer", "./recoverable", "./sink"} {
+	for _, p := range []string{"./committer", "./recoverable", "./sink", "./icebergtable"} {
 		if !slices.Contains(goListDeps(t, "s3once_mutant", p), pkg) {
 			t.Errorf("%s does not link %s even with -tags s3once_mutant: its mutation points are gone, and the check above proves nothing", p, pkg)
 		}

@@ -1,0 +1,5 @@
+//go:build !s3once_mutant
+
+package icebergtable
+
+func mutTableDiscardOnConflict() bool { return false }

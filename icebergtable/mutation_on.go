@@ -1,0 +1,13 @@
+//go:build s3once_mutant
+
+package icebergtable
+
+import "github.com/s3once/s3once/internal/mutant"
+
+// The table stage's test-only mutation points (see internal/mutant): each
+// puts a bug back when a test switches it on. Builds without the
+// s3once_mutant tag take mutation_off.go.
+
+// mutTableDiscardOnConflict: a conflict answer removes the staged files
+// without a reload.
+func mutTableDiscardOnConflict() bool { return mutant.On(mutant.TableDiscardOnConflict) }
