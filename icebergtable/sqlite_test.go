@@ -7,7 +7,10 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/s3once/s3once/sink"
 )
 
 func TestSQLiteDefaults(t *testing.T) {
@@ -106,4 +109,52 @@ func TestTransient(t *testing.T) {
 			t.Errorf("transient(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
+}
+
+// Four programs (each its own catalog handle, so its own connections, as
+// four processes have) append four runs to one SQLite catalog at once,
+// with the catalog's uri as the docs give it: LoadCatalog's busy timeout
+// lets each wait for the others' locks, and every run lands in one
+// snapshot.
+func TestFourProgramsShareASQLiteCatalog(t *testing.T) {
+	ctx := context.Background()
+	bucket := srv.Bucket(t)
+	props := catalogProps(t, bucket)
+	const programs = 4
+	tables := make([]*Table, programs)
+	files := make([][]sink.FileResult, programs)
+	for i := range programs {
+		st := stageRun(t, "s3once-test", props, fmt.Sprintf("program-%d", i))
+		tables[i] = st.tbl
+		files[i] = writeRun(t, st.tbl, fmt.Sprintf("program-%d", i), events(i*10_000, 100))
+	}
+	errs := make([]error, programs)
+	var wg sync.WaitGroup
+	for i := range programs {
+		wg.Go(func() { _, errs[i] = tables[i].Commit(ctx, fmt.Sprintf("program-%d", i), "global", files[i]) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("program %d: %v", i, err)
+		}
+	}
+	st := stageRun(t, "s3once-test", props, "reader")
+	snaps := snapshots(t, st.cat)
+	if len(snaps) != programs {
+		t.Errorf("%d snapshots, want one per program (%d)", len(snaps), programs)
+	}
+	seen := map[string]bool{}
+	for _, s := range snaps {
+		id := s.Summary.Properties[PropRunID]
+		if seen[id] {
+			t.Errorf("run %s has two snapshots", id)
+		}
+		seen[id] = true
+	}
+	var ranges [][2]int
+	for i := range programs {
+		ranges = append(ranges, [2]int{i * 10_000, 100})
+	}
+	wantIDs(t, st.cat, ranges...)
 }
