@@ -108,6 +108,10 @@ type verifier struct {
 	// format and codec are the marker's Format and Compression ("" where
 	// it gives none): how verify --read decodes files of its extension.
 	format, codec string
+	// maxFileRecords is the marker's MaxFileRecords (0: no limit, or no
+	// marker): a file of one record repeated that many times is full, so
+	// another such file after it in its shard is the sink's.
+	maxFileRecords int64
 	// settingsUnread: the marker could not be read (an S3 error).
 	settingsUnread bool
 	// reads holds a slot per file being read (--read).
@@ -251,6 +255,11 @@ func (v *verifier) readSettings(ctx context.Context) {
 	v.ext, v.extKnown, sr.Extension = ext, true, ext
 	v.format, _ = fp.Get("format")
 	v.codec, _ = fp.Get("compression")
+	if s, ok := fp.Get("max-file-records"); ok {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+			v.maxFileRecords = n
+		}
+	}
 	if s, ok := fp.Get("shards"); ok {
 		if bound, auto := strings.CutPrefix(s, "auto:"); auto {
 			if n, err := strconv.Atoi(bound); err == nil && n > 0 {
@@ -474,7 +483,10 @@ func (v *verifier) checkPartitions(ctx context.Context) {
 //     into files in order, so two files alike in one shard hold one record
 //     repeated. Files alike in two shards or sub-batches are a problem;
 //     in one shard, a problem where --read counted several distinct
-//     records, unverified where it could not tell.
+//     records, proved where each holds one record repeated as many times
+//     as the marker's MaxFileRecords (a full file), and unverified
+//     otherwise (a copy of the shard's last file cannot be told from a
+//     file rolled by MaxFileBytes).
 func (v *verifier) checkWithoutManifest(ctx context.Context, lookups *errgroup.Group, k partKey, p *partition, pr *partitionReport) {
 	markerKey := ownkeys.MarkerKey(v.o.prefix, k.window, 0)
 	_, marked := v.sizes[markerKey]
@@ -589,8 +601,15 @@ func (v *verifier) checkWithoutManifest(ctx context.Context, lookups *errgroup.G
 			dup("a record of a pane lies in one shard and one sub-batch only, and these two files are of two")
 		case gots[i].readable && c.counted && !c.oneRecord:
 			dup(fmt.Sprintf("they hold %d records, not one record repeated, and the sink cuts a shard's sorted records into files in order", c.records))
+		case gots[i].readable && c.counted && v.maxFileRecords > 0 && c.records == v.maxFileRecords:
+			// One record repeated, a full file of it: two files of one
+			// shard hold that when the record fills more than one.
 		case gots[i].readable && c.counted:
-			// One record repeated: two files of one shard can hold that.
+			// One record repeated, but not a full file of it by the
+			// marker's MaxFileRecords (or no limit is known): a file
+			// rolled by MaxFileBytes, or the shard's last file copied to
+			// the next index, which verify cannot tell apart.
+			v.unverified(f.key, fmt.Errorf("the same bytes as %s, in the same shard, %d records of one record repeated: two files the sink rolled by MaxFileBytes, or its last file copied to the next index; verify cannot tell them apart without a manifest", o.key, c.records))
 		default:
 			v.unverified(f.key, fmt.Errorf("the same bytes as %s, in the same shard: a copy, or two files of one record repeated; verify cannot tell without counting its records (--read, for text and JSON Lines)", o.key))
 		}

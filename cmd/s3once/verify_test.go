@@ -463,11 +463,23 @@ func testVerify(t *testing.T, srv *s3test.Server) {
 		other := g.name("a", "global", 1, 2, 0, ext)
 		g.put(other, g.get(one.Key))
 		wantProblems(t, verify(t, g, exitProblems), kindDuplicate+" "+other)
-		// In one shard, two files alike holding one record repeated are the
-		// sink's: --read tells them from a copy.
+		// In one shard, two files alike holding one record repeated: with
+		// no record limit in the marker, the first could have rolled only by
+		// MaxFileBytes, and a copy of the shard's last file to the next
+		// index looks the same, so even --read leaves them unverified...
 		g.delete(other)
 		g.put(g.name("a", "global", 0, 2, 1, ext), g.get(one.Key))
 		wantProblems(t, verify(t, g, exitUnverified))
+		wantProblems(t, verify(t, g, exitUnverified, "--read"))
+		// ...and where the marker's MaxFileRecords is their record count,
+		// each is a full file of the record: the sink's, proved by --read.
+		full := markerSettings("1", ext, 2)
+		for i := range full {
+			if full[i].Name == "max-file-records" {
+				full[i].Value = "2"
+			}
+		}
+		g.put(ownkeys.SettingsKey(g.prefix), settingsmarker.Encode(full))
 		wantProblems(t, verify(t, g, exitOK, "--read"))
 	})
 
