@@ -45,9 +45,9 @@ const (
 // pinnedSeeds are sequence seeds that reached states worth keeping in every
 // run (see docs/testing.md).
 var pinnedSeeds = []uint64{
-	8129134725048776860, // one shard of full files; a superset rerun with records sorting after all others
-	5524346259747696979, // an output-version-2 folder's marker deleted, then a run with OutputVersion 1
-	1295335560491600306, // an output-version-1 folder without a marker; a file deleted; then other Format and Shards
+	8129134725048776860,  // one shard of full files; a superset rerun with records sorting after all others
+	5524346259747696979,  // an output-version-2 folder's marker deleted, then a run with OutputVersion 1
+	1295335560491600306,  // an output-version-1 folder without a marker; a file deleted; then other Format and Shards
 	14535915274626020834, // an output-version-1 folder: a shard's last file, of one record, copied to the next index (verify --read)
 }
 
