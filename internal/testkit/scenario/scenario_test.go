@@ -49,6 +49,7 @@ var pinnedSeeds = []uint64{
 	5524346259747696979,  // an output-version-2 folder's marker deleted, then a run with OutputVersion 1
 	1295335560491600306,  // an output-version-1 folder without a marker; a file deleted; then other Format and Shards
 	14535915274626020834, // an output-version-1 folder: a shard's last file, of one record, copied to the next index (verify --read)
+	15739136229219550427, // a partition manifest deleted, then a rerun keeping its full files and adding one: taken, as after a crash before the manifest
 }
 
 // fullFilesBias marks a sequence seed (its top bit) whose input changes
@@ -93,7 +94,11 @@ type model struct {
 	marker  []byte              // the settings marker as first written; nil: unchecked
 	legacy  bool                // the folder lost its marker as an earlier release's has none
 	damaged string              // damage done by hand and not yet repaired by a run
-	last    *runSpec            // the last run that succeeded
+	// unclosed holds the destinations whose manifest damage deleted: to
+	// the sink such a partition is one whose run has not finished, so a
+	// rerun that keeps every file of it and adds more may be taken.
+	unclosed map[string]bool
+	last     *runSpec // the last run that succeeded
 }
 
 type runSpec struct {
@@ -101,6 +106,17 @@ type runSpec struct {
 	cfg   settings
 	input []string
 	what  string // how it was drawn
+}
+
+// unclose notes that the partition manifest at key (relative to the
+// folder) is gone.
+func (m *model) unclose(key string) {
+	if d, _, ok := strings.Cut(key, "/_s3once_manifest-"); ok {
+		if m.unclosed == nil {
+			m.unclosed = map[string]bool{}
+		}
+		m.unclosed[d] = true
+	}
 }
 
 // expect is the model's verdict on r.
@@ -119,24 +135,29 @@ func (m *model) expect(r runSpec) outcome {
 		}
 		return refuse
 	}
+	open := false
 	for d, recs := range byDest(r.input) {
-		if old, ok := m.owners[d]; ok && !sameMultiset(old, recs) && m.cfg.OutputVersion == 1 {
-			// Output version 1 keeps no manifest, so nothing closes a
-			// partition: a rerun whose files include every file the
-			// partition holds, unchanged, is taken, and the partition is
-			// then the rerun's (docs/guarantees.md).
-			return either
+		old, ok := m.owners[d]
+		if !ok || sameMultiset(old, recs) {
+			continue
 		}
-		if old, ok := m.owners[d]; ok && !sameMultiset(old, recs) {
-			if finalizes(r) {
-				// Files committed at bundle finalization, before any
-				// barrier (docs/guarantees.md).
-				return refuseWeak
-			}
-			return refuse
+		if m.cfg.OutputVersion == 1 || m.unclosed[d] {
+			// Output version 1 keeps no manifest, and a partition whose
+			// manifest was deleted has none, so nothing closes it: a
+			// rerun whose files include every file the partition holds,
+			// unchanged, is taken, and the partition is then the
+			// rerun's (docs/guarantees.md).
+			open = true
+			continue
 		}
+		if finalizes(r) {
+			// Files committed at bundle finalization, before any
+			// barrier (docs/guarantees.md).
+			return refuseWeak
+		}
+		return refuse
 	}
-	if m.damaged != "" {
+	if open || m.damaged != "" {
 		return either
 	}
 	return accept
@@ -168,6 +189,7 @@ func (m *model) own(r runSpec) {
 	}
 	for d, recs := range byDest(r.input) {
 		m.owners[d], m.ownerOf[d], m.extOf[d] = recs, r.name, r.cfg.ext()
+		delete(m.unclosed, d)
 	}
 }
 
@@ -718,6 +740,7 @@ func (s *sequence) damage() string {
 				lines := strings.SplitAfter(string(body), "\n")
 				if len(lines) < 3 {
 					s.del(key)
+					s.m.unclose(key)
 					what = key + " (one line) deleted"
 					break
 				}
@@ -726,6 +749,7 @@ func (s *sequence) damage() string {
 				what = fmt.Sprintf("%s cut to %d of %d lines", key, k, len(lines)-1)
 			case "manifest-delete":
 				s.del(key)
+				s.m.unclose(key)
 				what = key + " deleted"
 			case "manifest-edit-records":
 				s.put(key, []byte(strings.ReplaceAll(string(body), `"records":`, `"records":1000`)))
