@@ -4,51 +4,27 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 
+	"github.com/s3once/s3once/internal/testkit/beamflag"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/sink"
 )
-
-// setBeamEndpoint sets Beam's --endpoint flag for the test.
-func setBeamEndpoint(t *testing.T, endpoint string) {
-	t.Helper()
-	was := *jobopts.Endpoint
-	*jobopts.Endpoint = endpoint
-	t.Cleanup(func() { *jobopts.Endpoint = was })
-}
-
-// recorder is an HTTP server that stands for an S3 server and counts the
-// requests that reach it.
-func recorder(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var n atomic.Int64
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		w.WriteHeader(http.StatusForbidden)
-	}))
-	t.Cleanup(s.Close)
-	return s, &n
-}
 
 // Run refuses the S3 server's URL given to Beam's --endpoint before it
 // starts the runner (which would wait minutes for a job service there),
 // with the sink's one line, which Format leaves as it is.
 func TestRunRefusesBeamEndpoint(t *testing.T) {
-	s3srv, calls := recorder(t)
-	setBeamEndpoint(t, s3srv.URL)
+	s3srv, calls := beamflag.Recorder(t)
+	beamflag.SetEndpoint(t, s3srv.URL)
 	want := sink.CheckBeamEndpoint("")
 	if want == nil {
 		t.Fatalf("--endpoint %s passed", s3srv.URL)
@@ -116,8 +92,8 @@ func TestReadmeProgramRefusesBeamEndpoint(t *testing.T) {
 		t.Fatalf("build the README's program: %v\n%s", err, out)
 	}
 
-	s3srv, calls := recorder(t)
-	setBeamEndpoint(t, s3srv.URL)
+	s3srv, calls := beamflag.Recorder(t)
+	beamflag.SetEndpoint(t, s3srv.URL)
 	line := sink.CheckBeamEndpoint("").Error()
 	run := func(args ...string) (int, string) {
 		t.Helper()

@@ -2,14 +2,11 @@ package sink
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
+	"github.com/s3once/s3once/internal/testkit/beamflag"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 )
 
 // The rule of CheckBeamEndpoint: an http, https or s3 URL, or the S3
@@ -62,34 +59,13 @@ func TestBeamEndpointRule(t *testing.T) {
 	}
 }
 
-// setBeamEndpoint sets Beam's --endpoint flag for the test.
-func setBeamEndpoint(t *testing.T, endpoint string) {
-	t.Helper()
-	was := *jobopts.Endpoint
-	*jobopts.Endpoint = endpoint
-	t.Cleanup(func() { *jobopts.Endpoint = was })
-}
-
-// recordingServer counts the requests that reach it (any request would be
-// an S3 call).
-func recordingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var n atomic.Int64
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		w.WriteHeader(http.StatusForbidden)
-	}))
-	t.Cleanup(s.Close)
-	return s, &n
-}
-
 // The S3 server's URL given to Beam's --endpoint: Preflight reports it,
 // with the configuration's own problems, and makes no S3 call, not even to
 // the endpoint the Config names; Write and TryWrite refuse it while the
 // pipeline is built. All three give the same line.
 func TestBeamEndpointRefusedBeforeAnyS3Call(t *testing.T) {
-	s3srv, calls := recordingServer(t)
-	setBeamEndpoint(t, s3srv.URL)
+	s3srv, calls := beamflag.Recorder(t)
+	beamflag.SetEndpoint(t, s3srv.URL)
 	want := CheckBeamEndpoint(s3srv.URL)
 	if want == nil {
 		t.Fatalf("--endpoint %s passed", s3srv.URL)
@@ -135,7 +111,7 @@ func TestBeamEndpointRefusedBeforeAnyS3Call(t *testing.T) {
 	}
 
 	// A job service's address passes, and the preflight goes on to S3.
-	setBeamEndpoint(t, "localhost:8099")
+	beamflag.SetEndpoint(t, "localhost:8099")
 	if err := Preflight(preflightContext(t), cfg); err == nil || calls.Load() == 0 {
 		t.Errorf("with --endpoint localhost:8099 the preflight made no S3 call: %v", err)
 	}
