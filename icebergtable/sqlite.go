@@ -2,6 +2,7 @@ package icebergtable
 
 import (
 	"errors"
+	"maps"
 	"net"
 	"strings"
 
@@ -55,10 +56,7 @@ func sqliteDefaults(props map[string]string) map[string]string {
 	if strings.Contains(uri, "?") {
 		sep = "&"
 	}
-	out := make(map[string]string, len(props))
-	for k, v := range props {
-		out[k] = v
-	}
+	out := maps.Clone(props)
 	out["uri"] = uri + sep + strings.Join(add, "&")
 	return out
 }
