@@ -29,6 +29,7 @@ DUCKDB := $(READERS_DIR)/node_modules/@duckdb/node-api/package.json
 tools: $(VERSITYGW) $(TOXIPROXY) $(MINIO) $(ICEBIRD) $(DUCKDB)
 
 $(ICEBIRD): $(READERS_DIR)/package.json $(READERS_DIR)/package-lock.json
+	@echo "installing the independent readers of the table tests (icebird, hyparquet, DuckDB's Node client) with npm ci: seconds"
 	command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	cd $(READERS_DIR) && npm ci --no-audit --no-fund
 	touch $@
@@ -37,18 +38,21 @@ $(DUCKDB): $(ICEBIRD)
 	test -f $@ || (cd $(READERS_DIR) && npm ci --no-audit --no-fund)
 	touch $@
 
+# Each install says what it installs and why before it starts, and prints a
+# line at least every 30 seconds while it compiles (scripts/gobuild.sh).
+GOBUILD := GO=$(GO) scripts/gobuild.sh
 $(VERSITYGW):
-	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@GOBIN=$(BIN) $(GOBUILD) install versitygw "the local S3 server" github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 $(MINIO):
-	GOBIN=$(BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+	@GOBIN=$(BIN) $(GOBUILD) install MinIO "a second S3 server for the tests" github.com/minio/minio@$(MINIO_VERSION)
 
 $(TOXIPROXY):
-	GOBIN=$(BIN) $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	@GOBIN=$(BIN) $(GOBUILD) install toxiproxy "network faults for the tests" github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 	mv $(BIN)/server $(TOXIPROXY)
 
 $(BENCHSTAT):
-	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	@GOBIN=$(BIN) $(GOBUILD) install benchstat "compares benchmark rounds" golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
 vet:
 	$(GO) mod download
@@ -156,25 +160,14 @@ bench-scale: $(VERSITYGW)
 	$(GO) run ./bench/cmd/benchrounds -plan scale -grid $(SCALE_GRID) -bin $(BENCH_OUT)/bench.test \
 		-dir bench -out $(BENCH_OUT)
 
-# build PKG,OUT builds the main package PKG into OUT. When many packages
-# need compiling (the first build compiles Apache Beam's Go SDK), it says so
-# first, with how long that takes, and shows a progress line: a count on a
-# terminal, a line every 100 packages elsewhere. Compiler errors pass as
-# they are.
+# build PKG,OUT,FLAGS builds the main package PKG into OUT: it first says
+# how many packages need compiling and which large libraries are among
+# them (the first build compiles Apache Beam's Go SDK; FORMAT=iceberg adds
+# iceberg-go, Arrow and SQLite), with a rough time, then prints a line at
+# least every 30 seconds naming the package still compiling or the link
+# (scripts/gobuild.sh). Compiler errors pass as they are.
 define build
-	@set -o pipefail; mkdir -p $(dir $(2)); \
-	n=$$($(GO) list $(3) -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' $(1) | grep -c . || true); \
-	if [ "$$n" -gt 50 ]; then \
-		echo "building $(1): $$n packages to compile, Apache Beam's Go SDK among them; the first build takes about 5 minutes on 2 free cores, later ones seconds"; \
-	fi; \
-	$(GO) build $(3) -v -o $(2) $(1) 2>&1 | awk -v n="$$n" -v tty="$$([ -t 1 ] && echo 1)" ' \
-		/^[A-Za-z0-9_.~\/-]+$$/ { i++; \
-			if (n <= 50) next; \
-			if (tty) printf "\r\033[K  compiled %d of %d packages", i, n; \
-			else if (i % 100 == 0) printf "  compiled %d of %d packages\n", i, n; \
-			fflush(); next } \
-		{ print } \
-		END { if (tty && n > 50) printf "\r\033[K" }'
+	@$(GOBUILD) build $(1) $(2) $(3)
 endef
 
 # Start a local S3 server (data in .s3data/), run the batch example through
@@ -207,7 +200,9 @@ server: $(VERSITYGW)
 # (internal/testkit/scenario), SOAK_SCENARIOS random sequences (make test
 # runs the pinned ones), and the window scenarios, SOAK_WINDOW_SCENARIOS
 # random sequences (make test runs the pinned ones and 2), without the race
-# detector (see the test target).
+# detector (see the test target); and a new user's first three make runs in a
+# clean clone with an empty build cache, failing on any silence over 60
+# seconds (scripts/silentgap.sh, 20 to 40 minutes).
 SOAK_LOOPS ?= 100
 SOAK_WORKER_KILL_LOOPS ?= 20
 SOAK_ICEBERG_LOOPS ?= 20
@@ -220,6 +215,7 @@ soak: tools
 	S3ONCE_WORKER_BUDGET_TEST=1 $(GO) test -race -timeout 30m -run '^TestWorkerMemoryBudget$$' -v ./bench/
 	S3ONCE_SCENARIOS=$(SOAK_SCENARIOS) $(GO) test -race -timeout 4h -run '^TestScenarios$$' -v ./internal/testkit/scenario/
 	S3ONCE_WINDOW_SCENARIOS=$(SOAK_WINDOW_SCENARIOS) $(GO) test -count=1 -timeout 2h -run '^TestWindowScenarios$$' -v ./internal/testkit/scenario/
+	scripts/silentgap.sh
 
 # The explorer's wide bounds (internal/testkit/explore): two faults per schedule on
 # one file and on the two-file workload, release orders within a preemption
