@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"regexp"
 	"slices"
@@ -273,4 +274,70 @@ func anchor(heading string, seen map[string]int) string {
 		return fmt.Sprintf("%s-%d", slug, n)
 	}
 	return slug
+}
+
+// programMarker marks a Go block of the docs as a complete program and
+// names the package that holds it, on the line before the block:
+// <!-- program: pipelines/minimal -->.
+var programMarker = regexp.MustCompile(`^<!-- program: ([a-z0-9/_-]+) -->$`)
+
+// TestDocsProgramsBuild: every Go block of README.md and docs/ that is a
+// complete program (it starts with "package main") is marked with the
+// package that holds it (programMarker), is that package's main.go from
+// its package clause on, and the package builds (go vet type-checks it).
+// The package's own test runs it, so no complete program in the docs can
+// drift from one that compiles and works.
+func TestDocsProgramsBuild(t *testing.T) {
+	repo := os.DirFS(".")
+	pages, err := markdownPages(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, page := range pages {
+		b, err := fs.ReadFile(repo, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			if strings.TrimSpace(lines[i]) != "```go" {
+				continue
+			}
+			start := i
+			var block strings.Builder
+			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+				block.WriteString(lines[i] + "\n")
+			}
+			if !strings.HasPrefix(block.String(), "package main\n") {
+				continue
+			}
+			m := (func() []string {
+				if start == 0 {
+					return nil
+				}
+				return programMarker.FindStringSubmatch(strings.TrimSpace(lines[start-1]))
+			})()
+			if m == nil {
+				t.Errorf("%s:%d: a complete program without a %q line before it", page, start+1, "<!-- program: DIR -->")
+				continue
+			}
+			main, err := fs.ReadFile(repo, path.Join(m[1], "main.go"))
+			if err != nil {
+				t.Errorf("%s:%d: %v", page, start+1, err)
+				continue
+			}
+			if at := strings.Index(string(main), "package main\n"); at < 0 || string(main[at:]) != block.String() {
+				t.Errorf("%s:%d: the program is not %s/main.go's: copy the file into the page", page, start+1, m[1])
+				continue
+			}
+			dirs = append(dirs, "./"+m[1])
+		}
+	}
+	if len(dirs) < 2 {
+		t.Fatalf("found %d marked programs (%v), want the README's and docs/engines.md's at least: the check reads the wrong pages", len(dirs), dirs)
+	}
+	if out, err := exec.Command("go", append([]string{"vet"}, dirs...)...).CombinedOutput(); err != nil {
+		t.Errorf("go vet %v: %v\n%s", dirs, err, out)
+	}
 }

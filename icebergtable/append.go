@@ -83,12 +83,18 @@ func (c Config) check() error {
 }
 
 // LoadCatalog loads the configured catalog, with the secrets
-// CatalogSecretsEnv names read from this machine's environment.
+// CatalogSecretsEnv names read from this machine's environment. Where the
+// properties do not set them, the table's file IO takes the endpoint,
+// path-style addressing and region of Sink.Connection (the properties
+// s3.endpoint, s3.force-virtual-addressing and s3.region), so a program
+// gives them once; a SQLite catalog gets a busy timeout and WAL mode (see
+// docs/engines.md, "Which catalog").
 func (c Config) LoadCatalog(ctx context.Context) (catalog.Catalog, error) {
 	props, err := catalogProperties(c.CatalogProperties, c.CatalogSecretsEnv)
 	if err != nil {
 		return nil, err
 	}
+	props = s3Properties(props, c.Sink.Connection)
 	cat, err := catalog.Load(ctx, c.CatalogName, iceberg.Properties(sqliteDefaults(props)))
 	if err != nil {
 		return nil, fmt.Errorf("s3once iceberg: load the catalog %q: %w", c.CatalogName, err)
@@ -111,9 +117,18 @@ func (c Config) LoadCatalog(ctx context.Context) (catalog.Catalog, error) {
 // default trigger then (one pane per window, at its end), since a later
 // pane of the same window with more files is refused as a changed run.
 func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection {
+	out, err := tryAppend(s, results, cfg)
+	if err != nil {
+		panic(err) // pipeline construction: Beam's transforms panic on bad arguments
+	}
+	return out
+}
+
+// tryAppend is Append, returning an error for bad arguments.
+func tryAppend(s beam.Scope, results beam.PCollection, cfg Config) (beam.PCollection, error) {
 	s = s.Scope("icebergtable.Append")
 	if err := cfg.check(); err != nil {
-		panic(err) // pipeline construction: Beam's transforms panic on bad arguments
+		return beam.PCollection{}, err
 	}
 	fn := appendFn{
 		CatalogName: cfg.CatalogName, CatalogProperties: cfg.CatalogProperties, CatalogSecretsEnv: cfg.CatalogSecretsEnv,
@@ -122,13 +137,13 @@ func Append(s beam.Scope, results beam.PCollection, cfg Config) beam.PCollection
 	}
 	switch t := results.Type().Type(); t {
 	case reflect.TypeFor[sink.WindowFiles]():
-		return beam.ParDo(s, &appendWindowFn{appendFn: fn}, results)
+		return beam.ParDo(s, &appendWindowFn{appendFn: fn}, results), nil
 	case reflect.TypeFor[sink.FileResult]():
 		keyed := beam.ParDo(s, keyByWindow, results)
 		grouped := beam.GroupByKey(s, keyed)
-		return beam.ParDo(s, &fn, grouped)
+		return beam.ParDo(s, &fn, grouped), nil
 	default:
-		panic(fmt.Errorf("s3once iceberg: Append takes sink.WriteWindows' windows or sink.Write's files, not a PCollection of %v", t))
+		return beam.PCollection{}, fmt.Errorf("s3once iceberg: Append takes sink.WriteWindows' windows or sink.Write's files, not a PCollection of %v", t)
 	}
 }
 
@@ -158,7 +173,8 @@ func (f *appendFn) withS3(ctx context.Context) (context.Context, error) {
 }
 
 func (f *appendFn) Setup(ctx context.Context) error {
-	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, CatalogSecretsEnv: f.CatalogSecretsEnv, Table: f.Table}
+	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, CatalogSecretsEnv: f.CatalogSecretsEnv, Table: f.Table,
+		Sink: sink.Config{Connection: f.Connection}}
 	ctx, err := f.withS3(ctx)
 	if err != nil {
 		return err
@@ -181,6 +197,7 @@ func (f *appendFn) ProcessElement(ctx context.Context, window string, files func
 	if err != nil {
 		return err
 	}
+	count(ctx, res)
 	emit(res)
 	return nil
 }
@@ -195,6 +212,7 @@ func (f *appendWindowFn) ProcessElement(ctx context.Context, w sink.WindowFiles,
 	if err != nil {
 		return err
 	}
+	count(ctx, res)
 	emit(res)
 	return nil
 }

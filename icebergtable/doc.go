@@ -1,8 +1,12 @@
 // Package icebergtable appends the files sink.Write commits to an Apache
 // Iceberg table, exactly once per run.
 //
-// It is a stage of its own after sink.Write, never a sink setting, and
-// programs that do not import it do not link Iceberg. A run writes Parquet
+// Write is the one call (Write(s, records, cfg), as sink.Write is called):
+// it opens or creates the table, writes the records with the sink into
+// the run's folder and appends them. Append is the table stage alone,
+// after a program's own sink.WriteWindows. Either way it is a stage of its
+// own after the sink, never a sink setting, and programs that do not
+// import this package do not link Iceberg. A run writes Parquet
 // files with the sink into a folder of its own under the table's location
 // (Table.RunFolder: <table location>/data/<run id>), then Commit appends
 // them to the table as one snapshot whose summary holds the run id: a

@@ -16,8 +16,8 @@ import (
 // SSE-C, object settings) with the table's metadata writes too, so a
 // bucket whose policy requires them takes those writes. Pass it to Open;
 // the Table keeps the configuration for Commit. The endpoint and
-// path-style addressing come from the catalog's s3.endpoint property (set
-// it to the sink's Endpoint).
+// path-style addressing reach the file IO as catalog properties:
+// Config.LoadCatalog sets them from the sink's Connection.
 func WithS3(ctx context.Context, cfg sink.Config) (context.Context, error) {
 	ac, err := cfg.AWSConfig(ctx)
 	if err != nil {

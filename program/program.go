@@ -53,6 +53,10 @@ type Outcome struct {
 	// Kept counts, of those, the files an earlier run had committed with
 	// the same bytes (a rerun keeps them); 0 without the barrier.
 	Kept int64
+	// Table is what an Iceberg table stage (icebergtable.Write or
+	// Append) did, if the pipeline has one: counted by the one element
+	// that commits each window, so exact.
+	Table TableOutcome
 	// Counters are all the pipeline's counters, "namespace/name" ->
 	// value.
 	Counters map[string]int64
@@ -64,10 +68,22 @@ type Outcome struct {
 	atLeast bool
 }
 
+// TableOutcome counts an Iceberg table stage's window commits.
+type TableOutcome struct {
+	// Snapshots counts the snapshots the run added, Files the data files
+	// they appended.
+	Snapshots, Files int64
+	// Found counts the windows an earlier attempt of the run had already
+	// appended (a rerun with the same run id adds nothing).
+	Found int64
+}
+
 // String says what was committed: "committed 12 files", with the files
 // kept from an earlier run when there are any ("committed 12 files (12
 // kept from an earlier run)" for a rerun of the same input), or "committed
-// at least 12 files" when the count is one a runner may thin.
+// at least 12 files" when the count is one a runner may thin. With a
+// table stage it goes on: "; appended 12 files to the table in 1
+// snapshot", or "; the table already held the run (1 snapshot)".
 func (o Outcome) String() string {
 	s := fmt.Sprintf("committed %d files", o.Committed)
 	if o.atLeast {
@@ -76,7 +92,21 @@ func (o Outcome) String() string {
 	if o.Kept > 0 {
 		s += fmt.Sprintf(" (%d kept from an earlier run)", o.Kept)
 	}
+	t := o.Table
+	if t.Snapshots > 0 {
+		s += fmt.Sprintf("; appended %d files to the table in %d %s", t.Files, t.Snapshots, plural(t.Snapshots, "snapshot"))
+	}
+	if t.Found > 0 {
+		s += fmt.Sprintf("; the table already held the run (%d %s)", t.Found, plural(t.Found, "snapshot"))
+	}
 	return s
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // The sink's counters that Run reads. The barrier's are reported, per
@@ -87,12 +117,17 @@ const (
 	counterBarrierFiles = "s3once/barrier_files"
 	counterBarrierKept  = "s3once/barrier_kept"
 	counterCommitted    = "s3once/files_committed"
+
+	counterTableSnapshots = "s3once/table_snapshots_added"
+	counterTableFiles     = "s3once/table_files_appended"
+	counterTableFound     = "s3once/table_snapshots_found"
 )
 
 // outcome fills in Committed and Kept from the counters: the barrier's
 // where it ran, else the commit stage's, as a lower bound.
 func outcome(counters map[string]int64, elapsed time.Duration) Outcome {
-	out := Outcome{Counters: counters, Elapsed: elapsed}
+	out := Outcome{Counters: counters, Elapsed: elapsed, Table: TableOutcome{
+		Snapshots: counters[counterTableSnapshots], Files: counters[counterTableFiles], Found: counters[counterTableFound]}}
 	if files, ok := counters[counterBarrierFiles]; ok {
 		out.Committed, out.Kept = files, counters[counterBarrierKept]
 		return out

@@ -151,6 +151,10 @@ func TestOutcomeCountsFromTheBarrier(t *testing.T) {
 		{"rerun after a partial run", map[string]int64{counterBarrierFiles: 4, counterBarrierKept: 1, counterCommitted: 4}, "committed 4 files (1 kept from an earlier run)"},
 		{"no barrier", map[string]int64{counterCommitted: 29}, "committed at least 29 files"},
 		{"nothing written", map[string]int64{}, "committed 0 files"},
+		{"a table appended", map[string]int64{counterBarrierFiles: 3, counterTableSnapshots: 1, counterTableFiles: 3},
+			"committed 3 files; appended 3 files to the table in 1 snapshot"},
+		{"a table rerun", map[string]int64{counterBarrierFiles: 3, counterBarrierKept: 3, counterTableFound: 2},
+			"committed 3 files (3 kept from an earlier run); the table already held the run (2 snapshots)"},
 	} {
 		if got := outcome(c.counters, time.Second).String(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/s3once/s3once/internal/runfolder"
+	"github.com/s3once/s3once/internal/testkit/childprog"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
@@ -28,14 +26,7 @@ const (
 	defaultReruns = 20
 )
 
-func TestMain(m *testing.M) {
-	if args, ok := os.LookupEnv(childArgs); ok {
-		os.Args = append([]string{os.Args[0]}, strings.Split(args, "\n")...)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { childprog.Main(m, childArgs, main) }
 
 // TestRerunsAgreeWithTheFolder runs the README's program, then its rerun
 // over and over, on prism against a test server, and holds the line it
@@ -59,7 +50,7 @@ func TestRerunsAgreeWithTheFolder(t *testing.T) {
 	args := []string{"--bucket", bucket, "--s3-endpoint", srv.Endpoint()}
 	began := time.Now()
 	for run := 0; run <= reruns; run++ {
-		line := runProgram(t, args)
+		line := childprog.Run(t, childArgs, "", args...)
 		ctx := context.Background()
 		files, err := runfolder.Files(ctx, client, bucket, *prefix)
 		if err != nil {
@@ -86,21 +77,4 @@ func TestRerunsAgreeWithTheFolder(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs in %v", reruns+1, time.Since(began).Round(time.Millisecond))
-}
-
-// runProgram runs the program with args in a child process and returns the
-// last line it printed on standard output.
-func runProgram(t *testing.T, args []string) string {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\n"),
-		"AWS_ACCESS_KEY_ID="+s3test.AccessKey, "AWS_SECRET_ACCESS_KEY="+s3test.SecretKey, "AWS_REGION="+s3test.Region,
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the program: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	out := strings.TrimRight(stdout.String(), "\n")
-	return out[strings.LastIndexByte(out, '\n')+1:]
 }
