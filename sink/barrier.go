@@ -37,11 +37,13 @@ var (
 )
 
 // hintChangedRerun is the barrier's advice when a run would put other bytes
-// under names an earlier run committed.
-const hintChangedRerun = "nothing of this run was committed and its uploads were aborted, so the folder is as the earlier run left it. " +
-	"The folder holds files of another input or of other byte-affecting settings (Format, Compression or its library's version, " +
-	"Shards, MaxBatchBytes, MaxFileBytes, MaxFileRecords, CheckpointBytes): when the input or the settings change, write to a fresh Prefix; " +
-	"to replace the folder's files instead, delete them first"
+// under names an earlier run committed in the folder prefix.
+func hintChangedRerun(prefix string) string {
+	return "nothing of this run was committed and its uploads were aborted, so the folder is as the earlier run left it. " +
+		"The folder holds files of another input or of other byte-affecting settings (Format, Compression or its library's version, " +
+		"Shards, MaxBatchBytes, MaxFileBytes, MaxFileRecords, CheckpointBytes): when the input or the settings change, " + freshPrefix(prefix) + "; " +
+		"to replace the folder's files instead, delete them first"
+}
 
 // inputBoundedness tells whether an input is bounded, and whether Beam
 // lets the sink know (effectivelyBounded); tests stand in for a Beam that
@@ -223,7 +225,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 			Op: "commit", Bucket: first.cr.Bucket, Key: first.cr.Key, UploadID: first.cr.UploadID,
 			Err: fmt.Errorf("%w: the key holds %s, this run's file there is %d bytes with CRC64NVME %016x; %d of this run's %d files would replace other bytes",
 				committer.ErrKeyTaken, first.holds, first.cr.Size(), first.cr.CRC(), len(taken), len(all)),
-			Hint: hintChangedRerun,
+			Hint: hintChangedRerun(f.S.Prefix),
 		})
 	}
 	if err := f.checkMarkers(ctx, all); err != nil {

@@ -396,6 +396,6 @@ func (w *windowWriter) writeManifest(ctx context.Context, dest, window string, e
 	if written || bytes.Equal(have, body) {
 		return nil
 	}
-	return fmt.Errorf("s3once sink: the partition manifest s3://%s/%s lists other files (%d bytes, this run's would be %d): another run of other input or settings completed the partition while this one ran; any of this run's files it does not list make the partition mixed, and 's3once verify --bucket %s --prefix %s' names them. Delete the partition's files and its manifest to replace them, or write to a fresh Prefix: %w",
-		w.S.Bucket, key, len(have), len(body), w.S.Bucket, w.S.Prefix, ErrPartitionChanged)
+	return fmt.Errorf("s3once sink: the partition manifest s3://%s/%s lists other files (%d bytes, this run's would be %d): another run of other input or settings completed the partition while this one ran; any of this run's files it does not list make the partition mixed, and 's3once verify --bucket %s --prefix %s' names them. Delete the partition's files and its manifest to replace them, or %s: %w",
+		w.S.Bucket, key, len(have), len(body), w.S.Bucket, w.S.Prefix, freshPrefix(w.S.Prefix), ErrPartitionChanged)
 }

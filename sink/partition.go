@@ -108,9 +108,9 @@ func (e *PartitionChangedError) Error() string {
 		b.WriteString(e.Done + "; ")
 	}
 	if e.Mixed {
-		b.WriteString("delete the partition's files and run again to replace them, or write to a fresh Prefix: ")
+		b.WriteString("delete the partition's files and run again to replace them, or " + freshPrefix(e.Prefix) + ": ")
 	} else {
-		b.WriteString("delete the partition's files (and its manifest) to replace them, or write to a fresh Prefix: ")
+		b.WriteString("delete the partition's files (and its manifest) to replace them, or " + freshPrefix(e.Prefix) + ": ")
 	}
 	b.WriteString(ErrPartitionChanged.Error())
 	return b.String()

@@ -74,7 +74,7 @@ func (e *SettingsChangedError) Error() string {
 			fmt.Fprintf(&b, "to go on writing this folder as it was written, set OutputVersion: %s in the Config; ", c.Was)
 		}
 	}
-	b.WriteString("when the settings change, write to a fresh Prefix (or delete the folder's files and its " + ownkeys.SettingsName + " to replace them): ")
+	b.WriteString("when the settings change, " + freshPrefix(e.Prefix) + " (or delete the folder's files and its " + ownkeys.SettingsName + " to replace them): ")
 	b.WriteString(ErrSettingsChanged.Error())
 	return b.String()
 }
