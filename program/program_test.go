@@ -161,3 +161,14 @@ func TestOutcomeCountsFromTheBarrier(t *testing.T) {
 		}
 	}
 }
+
+// The log level comes from LogLevelEnv: warn when unset, a level Beam
+// takes as given, and warn (with a line) for anything Beam would end the
+// program on.
+func TestLogLevel(t *testing.T) {
+	for in, want := range map[string]string{"": "warn", "info": "info", " DEBUG ": "debug", "error": "error", "loud": "warn"} {
+		if got := logLevel(in); got != want {
+			t.Errorf("logLevel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,10 @@ const (
 	rerunsEnv     = "S3ONCE_README_RERUNS"
 	defaultReruns = 20
 )
+
+// maxGoodRunLines bounds what a good run of the README's program prints,
+// on both outputs.
+const maxGoodRunLines = 3
 
 func TestMain(m *testing.M) { childprog.Main(m, childArgs, main) }
 
@@ -50,7 +55,13 @@ func TestRerunsAgreeWithTheFolder(t *testing.T) {
 	args := []string{"--bucket", bucket, "--s3-endpoint", srv.Endpoint()}
 	began := time.Now()
 	for run := 0; run <= reruns; run++ {
-		line := childprog.Run(t, childArgs, "", args...)
+		stdout, stderr := childprog.Output(t, childArgs, "", args...)
+		// A good run prints its result line, and nothing from the runner
+		// (program.LogLevelEnv is unset here).
+		if n := strings.Count(stdout+stderr, "\n"); n > maxGoodRunLines {
+			t.Errorf("run %d printed %d lines, want at most %d:\n%s%s", run+1, n, maxGoodRunLines, stdout, stderr)
+		}
+		line := strings.TrimSpace(stdout)
 		ctx := context.Background()
 		files, err := runfolder.Files(ctx, client, bucket, *prefix)
 		if err != nil {

@@ -34,6 +34,15 @@ func Main(m *testing.M, env string, main func()) {
 // both outputs.
 func Run(t testing.TB, env, dir string, args ...string) string {
 	t.Helper()
+	stdout, _ := Output(t, env, dir, args...)
+	out := strings.TrimRight(stdout, "\n")
+	return out[strings.LastIndexByte(out, '\n')+1:]
+}
+
+// Output is Run, returning all the program printed on standard output and
+// on standard error.
+func Output(t testing.TB, env, dir string, args ...string) (stdout, stderr string) {
+	t.Helper()
 	exe, err := filepath.Abs(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +52,10 @@ func Run(t testing.TB, env, dir string, args ...string) string {
 	cmd.Env = append(os.Environ(), env+"="+strings.Join(args, "\n"),
 		"AWS_ACCESS_KEY_ID="+s3test.AccessKey, "AWS_SECRET_ACCESS_KEY="+s3test.SecretKey, "AWS_REGION="+s3test.Region,
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the program %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+		t.Fatalf("the program %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, o.String(), e.String())
 	}
-	out := strings.TrimRight(stdout.String(), "\n")
-	return out[strings.LastIndexByte(out, '\n')+1:]
+	return o.String(), e.String()
 }
