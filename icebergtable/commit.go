@@ -204,7 +204,10 @@ type Result struct {
 //  1. take the table's current state and walk the current snapshot's
 //     ancestry for a snapshot whose summary holds the run id and window:
 //     if there is one, add nothing (and refuse, with ErrRunChanged, when
-//     its digest of the file list is not this run's);
+//     its digest of the file list is not this run's); if there is none,
+//     read the run window's commit marker: one naming a snapshot the
+//     table no longer keeps is of a run that landed and was expired since
+//     (see ExpireSnapshots), and is treated as that snapshot, found;
 //  2. otherwise append the files in a fresh transaction, with the run id,
 //     the window and the digest as snapshot summary properties;
 //  3. when the catalog refuses the commit because another writer committed
@@ -233,7 +236,11 @@ type Result struct {
 // After the commit, a marker beside the run's files
 // (<run folder>/_s3once_table_commit-<window>) records the snapshot, so
 // that `s3once verify`, which links no Iceberg, can name committed files
-// of a run that never reached the table.
+// of a run that never reached the table, and so that a retry after the
+// snapshot's expiry finds the run (docs/design.md, "Run ids and the
+// horizon"). A marker is written after its commit, so only a present
+// marker says anything: a missing one costs one GET and proves nothing,
+// and the run is then appended if main's ancestry does not hold it.
 func (t *Table) Commit(ctx context.Context, runID, window string, results []sink.FileResult) (Result, error) {
 	ctx = t.withAWS(ctx)
 	bucket, prefix, err := t.RunFolder(runID)
