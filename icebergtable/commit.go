@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
 	"reflect"
@@ -202,7 +204,10 @@ type Result struct {
 //  1. take the table's current state and walk the current snapshot's
 //     ancestry for a snapshot whose summary holds the run id and window:
 //     if there is one, add nothing (and refuse, with ErrRunChanged, when
-//     its digest of the file list is not this run's);
+//     its digest of the file list is not this run's); if there is none,
+//     read the run window's commit marker: one naming a snapshot the
+//     table no longer keeps is of a run that landed and was expired since
+//     (see ExpireSnapshots), and is treated as that snapshot, found;
 //  2. otherwise append the files in a fresh transaction, with the run id,
 //     the window and the digest as snapshot summary properties;
 //  3. when the catalog refuses the commit because another writer committed
@@ -231,7 +236,11 @@ type Result struct {
 // After the commit, a marker beside the run's files
 // (<run folder>/_s3once_table_commit-<window>) records the snapshot, so
 // that `s3once verify`, which links no Iceberg, can name committed files
-// of a run that never reached the table.
+// of a run that never reached the table, and so that a retry after the
+// snapshot's expiry finds the run (docs/design.md, "Run ids and the
+// horizon"). A marker is written after its commit, so only a present
+// marker says anything: a missing one costs one GET and proves nothing,
+// and the run is then appended if main's ancestry does not hold it.
 func (t *Table) Commit(ctx context.Context, runID, window string, results []sink.FileResult) (Result, error) {
 	ctx = t.withAWS(ctx)
 	bucket, prefix, err := t.RunFolder(runID)
@@ -253,12 +262,26 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 				return Result{}, err
 			}
 		}
-		snap := findRun(tbl, runID, window)
-		if snap != nil && remembered {
+		snap, landed, err := t.lookup(ctx, tbl, runID, window)
+		if err != nil {
+			return Result{}, err
+		}
+		if (snap != nil || landed != nil) && remembered {
 			if tbl, err = t.reload(ctx); err != nil {
 				return Result{}, err
 			}
-			snap = findRun(tbl, runID, window)
+			if snap, landed, err = t.lookup(ctx, tbl, runID, window); err != nil {
+				return Result{}, err
+			}
+		}
+		if landed != nil {
+			// The run's snapshot was expired: its marker is the record.
+			if landed.FilesSHA256 != digest {
+				return Result{}, fmt.Errorf("%w: snapshot %d of the table %s, since expired, appended run %q (window %s) with %d files of digest %s, as its commit marker records; this run has %d files of digest %s: its input or settings differ. Rerun with the input of that run, or give this run a new run id",
+					ErrRunChanged, landed.SnapshotID, name, runID, window, landed.Files, landed.FilesSHA256, len(files), digest)
+			}
+			t.keepHead(tbl)
+			return Result{SnapshotID: landed.SnapshotID, Files: len(files), Rounds: round}, nil
 		}
 		if snap != nil {
 			if got := snap.Summary.Properties[PropFilesSHA256]; got != digest {
@@ -466,6 +489,86 @@ func findRun(tbl *table.Table, runID, window string) *table.Snapshot {
 	return nil
 }
 
+// lookup finds a run's window in the table: its snapshot in main's
+// ancestry (snap), or else, when the run's commit marker names a snapshot
+// of this table that the table no longer keeps, that marker (landed): the
+// run landed and its snapshot was expired since, and expiry writes the
+// marker of every run snapshot it expires before it commits (see
+// ExpireSnapshots). Neither: the run is not in the table, and one GET of
+// the missing marker is what a new window's commit pays for that answer.
+// A marker whose snapshot the table still keeps outside main's ancestry
+// is of a run the table was rolled back past: the run is appended again
+// and the marker rewritten to name the new snapshot.
+//
+// Call it on a table loaded before the marker is read: an expiry that
+// committed before that load wrote its markers before, so the run is in
+// the table loaded or its marker is found.
+func (t *Table) lookup(ctx context.Context, tbl *table.Table, runID, window string) (snap *table.Snapshot, landed *tablemarker.Marker, err error) {
+	if snap := findRun(tbl, runID, window); snap != nil {
+		return snap, nil, nil
+	}
+	m, uri, ok, err := t.readMarker(ctx, tbl, runID, window)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	name := strings.Join(t.ident, ".")
+	if m.Table != name || m.RunID != runID || m.Window != window {
+		return nil, nil, fmt.Errorf("s3once iceberg: the commit marker %s records run %q (window %s) of the table %s, not run %q (window %s) of the table %s: the run folder holds another table's run, so this one cannot tell whether it landed; give this run a new run id",
+			uri, m.RunID, m.Window, m.Table, runID, window, name)
+	}
+	if tbl.Metadata().SnapshotByID(m.SnapshotID) == nil {
+		return nil, &m, nil // expired
+	}
+	if cur := tbl.CurrentSnapshot(); cur != nil {
+		for _, s := range table.AncestorsOf(cur.SnapshotID, tbl.Metadata().SnapshotByID) {
+			if s.SnapshotID == m.SnapshotID {
+				return nil, nil, fmt.Errorf("s3once iceberg: the commit marker %s names snapshot %d of the table %s for run %q (window %s), but that snapshot's summary does not hold the run: the marker or the snapshot was changed by hand; restore it, or give this run a new run id",
+					uri, m.SnapshotID, name, runID, window)
+			}
+		}
+	}
+	return nil, nil, nil // rolled back past the run: append it again
+}
+
+// readMarker reads the commit marker of a run's window, through the
+// table's file IO; ok is false when there is none. A marker that cannot be
+// read or decoded is an error: the run may have landed.
+func (t *Table) readMarker(ctx context.Context, tbl *table.Table, runID, window string) (m tablemarker.Marker, uri string, ok bool, err error) {
+	uri, err = t.markerURI(runID, window)
+	if err != nil {
+		return m, uri, false, err
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return m, uri, false, fmt.Errorf("s3once iceberg: the table's file IO: %w", err)
+	}
+	f, err := fsys.Open(uri)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, uri, false, nil
+	}
+	if err != nil {
+		return m, uri, false, fmt.Errorf("s3once iceberg: read the commit marker %s of run %q (window %s), which tells whether the run landed in a snapshot since expired: %w; check the bucket's permissions and retry", uri, runID, window, err)
+	}
+	defer f.Close()
+	body, err := io.ReadAll(io.LimitReader(f, tablemarker.MaxBytes+1))
+	if err == nil {
+		m, err = tablemarker.Decode(body)
+	}
+	if err != nil {
+		return m, uri, false, fmt.Errorf("s3once iceberg: the commit marker %s of run %q (window %s): %w; the run may have landed in a snapshot since expired, so it is not appended: restore the marker, or give this run a new run id", uri, runID, window, err)
+	}
+	return m, uri, true, nil
+}
+
+// markerURI is the s3:// location of a run window's commit marker.
+func (t *Table) markerURI(runID, window string) (string, error) {
+	bucket, prefix, err := t.RunFolder(runID)
+	if err != nil {
+		return "", err
+	}
+	return "s3://" + bucket + "/" + tablemarker.Key(prefix, window), nil
+}
+
 // runFiles merges duplicate results and checks that every file lies in the
 // run's folder.
 func runFiles(bucket, prefix string, results []sink.FileResult) ([]sink.FileResult, error) {
@@ -539,17 +642,18 @@ func dataFilesOf(tbl *table.Table, files []sink.FileResult) ([]iceberg.DataFile,
 
 // writeMarker records the run's snapshot beside its files, through the
 // table's own file IO. The marker's bytes are a function of the run and
-// its snapshot, so writing it again is harmless.
+// its snapshot, so writing it again is harmless; a marker naming a
+// snapshot the table was rolled back past is replaced.
 func (t *Table) writeMarker(ctx context.Context, tbl *table.Table, runID, window string, res Result, digest string) error {
-	fs, err := tbl.FS(ctx)
+	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return fmt.Errorf("s3once iceberg: the table's file IO: %w", err)
 	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
+	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
 		return fmt.Errorf("s3once iceberg: the table's file IO cannot write the commit marker")
 	}
-	bucket, prefix, err := t.RunFolder(runID)
+	uri, err := t.markerURI(runID, window)
 	if err != nil {
 		return err
 	}
@@ -557,9 +661,8 @@ func (t *Table) writeMarker(ctx context.Context, tbl *table.Table, runID, window
 		RunID: runID, Window: window, Table: strings.Join(t.ident, "."), SnapshotID: res.SnapshotID,
 		Files: res.Files, FilesSHA256: digest,
 	})
-	key := tablemarker.Key(prefix, window)
-	if err := wfs.WriteFile("s3://"+bucket+"/"+key, body); err != nil {
-		return fmt.Errorf("s3once iceberg: run %q is in snapshot %d of the table, but its commit marker s3://%s/%s could not be written (run again with the same run id to write it): %w", runID, res.SnapshotID, bucket, key, err)
+	if err := wfs.WriteFile(uri, body); err != nil {
+		return fmt.Errorf("s3once iceberg: run %q is in snapshot %d of the table, but its commit marker %s could not be written (run again with the same run id to write it): %w", runID, res.SnapshotID, uri, err)
 	}
 	return nil
 }
