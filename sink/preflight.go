@@ -49,7 +49,7 @@ func (p PreflightProblem) String() string {
 		b.WriteString(" (" + p.Target + ")")
 	}
 	b.WriteString(": ")
-	b.WriteString(p.Err.Error())
+	b.WriteString(briefS3Error(p.Err))
 	if p.Permission != "" {
 		b.WriteString(" [needs " + p.Permission + "]")
 	}
