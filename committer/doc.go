@@ -239,12 +239,13 @@
 //
 // # Where things are
 //
-// commit.go runs the commit protocol; lookup.go finds out what a key holds
-// (HEAD, read-back) and judges forged content; preflight.go probes a
-// bucket's conditional writes; folder.go holds the operations on an output folder as a
-// whole (look-ups, objects written once, listings, discards); cleanup.go deletes a commit's side objects;
-// objects.go lists and deletes objects in bulk for the clean-up and the
-// sweep; sweep.go removes what writers left; retry.go holds the committer's
-// call policy. Reading S3 errors, the retry policy, paginated listings and
-// the completion's request are the internal s3call package's.
+// commit.go runs the commit protocol; lookup.go judges forged content;
+// preflight.go probes a bucket's conditional writes; discard.go discards a
+// refused run's uploads; cleanup.go deletes a commit's side objects;
+// sweep.go removes what writers left; retry.go holds the committer's call
+// policy. What a key holds (HEAD, read-back), listings, deletes in bulk and
+// small objects read whole or written once are the internal s3bucket
+// package's, which the sink and s3once verify share; reading S3 errors, the
+// retry policy, paginated listings and the completion's request are the
+// internal s3call package's.
 package committer

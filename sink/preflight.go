@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 )
 
@@ -412,6 +413,13 @@ func (p *prober) committer() (*committer.Committer, error) {
 	return committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
 }
 
+// bucket is a bucket client over the preflight's client that makes each of
+// its calls once, like committer's, for the probes that read the output
+// folder (its settings marker).
+func (p *prober) bucket() *s3bucket.Client {
+	return s3bucket.New(p.api, s3bucket.Options{MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
+}
+
 // conditionalComplete completes a small upload at key with If-None-Match: *
 // (as a commit does), checks it with HEAD, then expects a second conditional
 // completion at the same key to be refused.
@@ -649,11 +657,7 @@ func (p *prober) checkSettings(ctx context.Context) {
 	key := ownkeys.SettingsKey(p.s.Prefix)
 	now := p.s.markerSettings()
 	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		c, err := p.committer()
-		if err != nil {
-			return err
-		}
-		_, err = judgeFolder(ctx, c, p.s.Bucket, p.s.Prefix, now, "")
+		_, err := judgeFolder(ctx, p.bucket(), p.s.Bucket, p.s.Prefix, now, "")
 		return err
 	})
 }
