@@ -16,13 +16,15 @@ import (
 	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 )
 
-// ErrPreflight is wrapped by every error Preflight returns.
-var ErrPreflight = errors.New("s3once preflight failed")
+// ErrPreflight is wrapped by every error Preflight returns. Its message
+// carries the stable code errcode.Preflight, and so does a PreflightError's.
+var ErrPreflight = errcode.New(errcode.Preflight, "s3once preflight failed")
 
 // preflightCallTimeout bounds each call of the preflight (the SDK's retries
 // run inside it). The removal of its probes, which runs even when ctx is
@@ -85,7 +87,7 @@ func (e *PreflightError) Error() string {
 	if n != 1 {
 		b.WriteString("s")
 	}
-	b.WriteString(" (no data was written):")
+	b.WriteString(" (no data was written) " + errcode.Preflight.Token() + ":")
 	for _, p := range e.Problems {
 		b.WriteString("\n  - " + p.String())
 	}
