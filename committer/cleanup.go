@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -26,10 +27,10 @@ func (c *Committer) deleteSideObjects(ctx context.Context, cr recoverable.Commit
 	}
 	prefix := ownkeys.SideObjectPrefix(staging, cr.UploadID)
 	var keys []string
-	err := c.listObjects(ctx, cr.Bucket, prefix, func(page []object) error {
+	err := c.b.List(ctx, cr.Bucket, prefix, func(page []s3bucket.Object) error {
 		for _, o := range page {
-			if ownkeys.IsSideObjectOf(staging, cr.UploadID, o.key) {
-				keys = append(keys, o.key)
+			if ownkeys.IsSideObjectOf(staging, cr.UploadID, o.Key) {
+				keys = append(keys, o.Key)
 			}
 		}
 		return nil
@@ -37,7 +38,7 @@ func (c *Committer) deleteSideObjects(ctx context.Context, cr recoverable.Commit
 	if err != nil {
 		return 0, fmt.Errorf("list side objects under %s: %w", prefix, err)
 	}
-	n, err := c.deleteKeys(ctx, cr.Bucket, keys)
+	n, err := c.b.DeleteKeys(ctx, cr.Bucket, keys)
 	if err != nil {
 		return n, fmt.Errorf("delete side objects under %s: %w", prefix, err)
 	}

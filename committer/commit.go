@@ -104,10 +104,10 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 		if err != nil {
 			return res, fail(op, cr, err, "")
 		}
-		if f.exists {
+		if f.Exists {
 			var parts []recoverable.Part
 			state := uploadUnknown
-			if f.matches(cr) && c.etagsAreMD5(cr.Bucket) {
+			if f.Is(cr.Size(), cr.CRC()) && c.etagsAreMD5(cr.Bucket) {
 				// The upload is about to be discarded as left over: list
 				// its parts first, for the ETag check. An upload already
 				// gone or changed leaves the check to size and CRC.
@@ -150,7 +150,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				// moves the parts away first). Look at the key, and list
 				// once more before calling the parts changed.
 				f, lerr := c.lookup(ctx, cr)
-				if lerr == nil && f.exists && f.matches(cr) {
+				if lerr == nil && f.Exists && f.Is(cr.Size(), cr.CRC()) {
 					return c.settle(ctx, op, cr, res, f, false, parts, uploadUnknown)
 				}
 				partsRelisted = true
@@ -170,7 +170,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			if lerr != nil {
 				return res, fail(op, cr, fmt.Errorf("confirm completion: %w", lerr), hintUnverified)
 			}
-			if f.exists {
+			if f.Exists {
 				return c.settle(ctx, op, cr, res, f, true, parts, uploadUnknown)
 			}
 			ambiguous = true
@@ -180,7 +180,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 			if lerr != nil {
 				return res, fail(op, cr, lerr, "")
 			}
-			if f.exists {
+			if f.Exists {
 				// The upload was listed just before, so this completion was
 				// refused: whatever is at the key came from elsewhere, and
 				// the upload is still open.
@@ -204,7 +204,7 @@ func (c *Committer) commit(ctx context.Context, op string, cr recoverable.Commit
 				}
 			}
 			f, lerr := c.lookup(ctx, cr)
-			if lerr == nil && f.exists {
+			if lerr == nil && f.Exists {
 				// The server may have discarded the upload after the 409.
 				return c.settle(ctx, op, cr, res, f, false, parts, uploadUnknown)
 			}
@@ -243,7 +243,7 @@ const (
 // this call was acknowledged. parts are the token's parts as last listed, if
 // any (for the ETag check). state is what is known of the upload.
 func (c *Committer) settle(ctx context.Context, op string, cr recoverable.CommitToken, res Result, f found, mine bool, parts []recoverable.Part, state uploadState) (Result, error) {
-	if !f.matches(cr) {
+	if !f.Is(cr.Size(), cr.CRC()) {
 		_, aerr := c.abortUpload(ctx, cr)
 		err := fmt.Errorf("%w: the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
 		return res, fail(op, cr, joinCleanup(err, aerr), hintKeyTaken)
@@ -319,8 +319,8 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 		if err != nil {
 			return res, fail(op, cr, err, "")
 		}
-		if f.exists {
-			if !f.matches(cr) {
+		if f.Exists {
+			if !f.Is(cr.Size(), cr.CRC()) {
 				err := fmt.Errorf("%w: the upload is gone and the key holds %s; the token describes %s", ErrKeyTaken, f, describe(cr.Size(), cr.CRC()))
 				return res, fail(op, cr, err, hintKeyTaken)
 			}
@@ -369,8 +369,8 @@ func (c *Committer) uploadGone(ctx context.Context, op string, cr recoverable.Co
 // that look fails, the upload is aborted all the same (clean-up is the
 // point) and not reported aborted: the failure is in Result.Warning.
 func (c *Committer) succeed(ctx context.Context, op string, cr recoverable.CommitToken, res Result, f found, abort bool, state uploadState, warns []error) (Result, error) {
-	res.ETag = f.etag
-	res.ReadBack = f.readBack
+	res.ETag = f.ETag
+	res.ReadBack = f.ReadBack
 	cctx, cancel := c.cleanupContext(ctx)
 	defer cancel()
 	if abort && state == uploadUnknown {

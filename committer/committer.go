@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -18,6 +19,9 @@ import (
 type Committer struct {
 	client S3
 	opts   Options
+	// b makes the general bucket calls (HEAD and read-back, listings,
+	// deletes in bulk, small reads and writes) under the same options.
+	b *s3bucket.Client
 
 	mu     sync.Mutex
 	probed map[string]*probe // by bucket
@@ -42,7 +46,7 @@ func New(client S3, opts Options) (*Committer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Committer{client: client, opts: o, probed: map[string]*probe{}}, nil
+	return &Committer{client: client, opts: o, b: s3bucket.New(client, o.bucketOptions()), probed: map[string]*probe{}}, nil
 }
 
 // Options returns the committer's options with defaults filled in.

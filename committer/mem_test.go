@@ -45,7 +45,6 @@ var fakeTests = []struct {
 	{"SweepWithoutOrWithBadMarker", TestSweepWithoutOrWithBadMarker},
 	{"SweepLeftOverUploads", TestSweepLeftOverUploads},
 	{"SweepWarnsAboutLifecycleRules", TestSweepWarnsAboutLifecycleRules},
-	{"ListUploads", TestListUploads},
 }
 
 const fakePrefix = "TestOnFake/"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 )
 
@@ -14,9 +15,15 @@ import (
 // is unknown), with jittered exponential backoff between them. It
 // is read from the options on every call.
 func (c *Committer) policy() s3call.Policy {
-	return s3call.Policy{
-		CallTimeout: c.opts.CallTimeout, Attempts: c.opts.MaxAttempts, Retry: s3call.RetryTransient,
-		BaseBackoff: c.opts.BaseBackoff, MaxBackoff: c.opts.MaxBackoff,
+	return c.opts.bucketOptions().Policy()
+}
+
+// bucketOptions are the options of the committer's s3bucket.Client: the same
+// attempts, rounds, backoff and call bound.
+func (o Options) bucketOptions() s3bucket.Options {
+	return s3bucket.Options{
+		MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
+		BaseBackoff: o.BaseBackoff, MaxBackoff: o.MaxBackoff, CallTimeout: o.CallTimeout,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/recoverable"
@@ -429,7 +430,7 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 		}
 		for key, us := range young {
 			g.Go(func() error {
-				f, err := c.head(ctx, so.Bucket, key)
+				f, err := c.b.Head(ctx, so.Bucket, key)
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -437,14 +438,14 @@ func (c *Committer) sweepUploads(ctx context.Context, so SweepOptions, folder st
 					rep.Uploads.Failed += len(us)
 					failures.add(&recoverable.Error{Op: "sweep", Bucket: so.Bucket, Key: key, UploadID: aws.ToString(us[0].UploadId),
 						Err: fmt.Errorf("look at the key, to tell whether its %d young uploads are left-overs: %w", len(us), err)})
-				case f.exists:
+				case f.Exists:
 					rep.Uploads.Stale += len(us)
 					rep.Uploads.LeftOver += len(us)
 				default:
 					rep.Uploads.Kept += len(us)
 				}
 				mu.Unlock()
-				if err != nil || !f.exists {
+				if err != nil || !f.Exists {
 					return nil
 				}
 				for _, u := range us {
@@ -504,16 +505,16 @@ func (c *Committer) sweepUpload(ctx context.Context, so SweepOptions, u types.Mu
 // prefix, and the side objects of the left-over uploads whatever their age;
 // other keys there are counted as NotOwn and left alone.
 func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, left *leftovers, rep *SweepReport, failures *failureList, progress func()) error {
-	return c.listObjects(ctx, so.Bucket, ownkeys.Folder(so.StagingPrefix), func(page []object) error {
+	return c.b.List(ctx, so.Bucket, ownkeys.Folder(so.StagingPrefix), func(page []s3bucket.Object) error {
 		var stale []string
 		for _, o := range page {
 			rep.SideObjects.Scanned++
-			if !ownkeys.IsOwnStaging(so.StagingPrefix, o.key) {
+			if !ownkeys.IsOwnStaging(so.StagingPrefix, o.Key) {
 				rep.SideObjects.NotOwn++
 				continue
 			}
-			old := !o.modified.IsZero() && o.modified.Before(rep.Cutoff)
-			leftOver := !old && left.holds(so.StagingPrefix, o.key)
+			old := !o.Modified.IsZero() && o.Modified.Before(rep.Cutoff)
+			leftOver := !old && left.holds(so.StagingPrefix, o.Key)
 			if !old && !leftOver {
 				rep.SideObjects.Kept++
 				continue
@@ -522,12 +523,12 @@ func (c *Committer) sweepSideObjects(ctx context.Context, so SweepOptions, left 
 			if leftOver {
 				rep.SideObjects.LeftOver++
 			}
-			rep.SideObjects.Bytes += o.size
-			stale = append(stale, o.key)
-			so.stale(SweepItem{Kind: "side object", Key: o.key, Bytes: o.size, Time: o.modified, LeftOver: leftOver})
+			rep.SideObjects.Bytes += o.Size
+			stale = append(stale, o.Key)
+			so.stale(SweepItem{Kind: "side object", Key: o.Key, Bytes: o.Size, Time: o.Modified, LeftOver: leftOver})
 		}
 		if !so.DryRun && len(stale) > 0 {
-			n, err := c.deleteKeys(ctx, so.Bucket, stale)
+			n, err := c.b.DeleteKeys(ctx, so.Bucket, stale)
 			rep.SideObjects.Removed += n
 			if err != nil {
 				rep.SideObjects.Failed += len(stale) - n
@@ -668,7 +669,7 @@ func overlaps(rule, folder string) bool {
 // then any name of the file-name shape is taken for the sink's.
 func (c *Committer) folderExt(ctx context.Context, so SweepOptions) (string, error) {
 	key := ownkeys.SettingsKey(so.Prefix)
-	body, found, err := c.ReadObject(ctx, so.Bucket, key, settingsmarker.MaxBytes+1)
+	body, found, err := c.b.ReadObject(ctx, so.Bucket, key, settingsmarker.MaxBytes+1)
 	if err != nil {
 		return "", fmt.Errorf("read the settings marker s3://%s/%s, which names the files' extension (the sweep needs s3:GetObject on it; check the credentials and run again): %w", so.Bucket, key, err)
 	}

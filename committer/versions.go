@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 )
 
 // VersionLister is what removing old versions needs beyond S3. *s3.Client
@@ -103,6 +104,9 @@ func (c *Committer) purgeVersions(ctx context.Context, bucket, prefix string, ow
 	}
 	return n, nil
 }
+
+// deleteBatch is the most keys one DeleteObjects call takes.
+const deleteBatch = s3bucket.DeleteBatch
 
 // deleteVersions deletes the given versions for good, in batches. Versions
 // already gone count as deleted.

@@ -58,6 +58,9 @@ const (
 	ManifestDamaged  Code = "manifest-damaged"  // sink.ErrManifestDamaged
 	SettingsDamaged  Code = "settings-damaged"  // sink.ErrSettingsDamaged
 	WindowComplete   Code = "window-complete"   // sink.ErrWindowComplete
+	// Preflight: sink.ErrPreflight, which every error of sink.Preflight
+	// wraps (nothing was written); program.Exit ends with status 3 on it.
+	Preflight Code = "preflight"
 	// CredentialsMissing: sink.ErrCredentialsMissing.
 	CredentialsMissing Code = "credentials-missing"
 )

@@ -42,6 +42,7 @@ func TestSentinelsCarryTheirCode(t *testing.T) {
 		{sink.ErrSettingsDamaged, errcode.SettingsDamaged},
 		{sink.ErrCredentialsMissing, errcode.CredentialsMissing},
 		{sink.ErrWindowComplete, errcode.WindowComplete},
+		{sink.ErrPreflight, errcode.Preflight},
 	} {
 		typed := &recoverable.Error{Op: "commit", Bucket: "b", Key: "k", UploadID: "u", Hint: "a hint", Err: tc.err}
 		text := errors.New(fmt.Errorf("s3once sink: %w", typed).Error())

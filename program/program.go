@@ -36,6 +36,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
+	"github.com/s3once/s3once/internal/runnererr"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -197,11 +198,8 @@ func write(w io.Writer, err error) int {
 	return 1
 }
 
-// The prefix of the sink's errors, as they reach the driver inside a
-// runner's report.
-const sinkPrefix = "s3once sink: "
-
-// Format lays err out for a person. A runner's error holds the failed
+// Format lays err out for a person; it is the one way s3once prints a
+// pipeline's error (Exit prints it so). A runner's error holds the failed
 // stage's plan and a chain of causes, the sink's own message somewhere
 // inside: Format gives that report first and the message to act on last,
 // on a line of its own, and only there. Other errors (the preflight's list
@@ -209,36 +207,9 @@ const sinkPrefix = "s3once sink: "
 // they are.
 func Format(err error) string {
 	msg := strings.TrimSpace(err.Error())
-	if errors.Is(err, sink.ErrPreflight) || Cause(err) == firstLine(msg) {
+	cause := runnererr.Cause(err)
+	if errors.Is(err, sink.ErrPreflight) || cause == runnererr.FirstLine(msg) {
 		return msg
 	}
-	return "the runner's report:\n  " + strings.ReplaceAll(Report(err), "\n", "\n  ") + "\n\n" + Cause(err)
-}
-
-// Report is a runner's error without the line to act on (Cause): where it
-// stood, the report says that it follows.
-func Report(err error) string {
-	return strings.ReplaceAll(strings.TrimSpace(err.Error()), Cause(err), "(the failure, given last)")
-}
-
-// Cause picks the line to act on out of a runner's error: the sink's own
-// message when it holds one, else the last cause of the chain, else the
-// first line.
-func Cause(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, sinkPrefix); i >= 0 {
-		return firstLine(msg[i:])
-	}
-	if i := strings.LastIndex(msg, "caused by:\n"); i >= 0 {
-		return firstLine(msg[i+len("caused by:\n"):])
-	}
-	return firstLine(msg)
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[:i])
-	}
-	return s
+	return "the runner's report:\n  " + strings.ReplaceAll(runnererr.Report(err), "\n", "\n  ") + "\n\n" + cause
 }

@@ -108,22 +108,12 @@ func TestOutcomeSaysKept(t *testing.T) {
 	}
 }
 
-// Cause picks the sink's message out of a runner's chain, else the last
-// cause, else the first line; Format leaves a preflight's report and a
-// one-line error as they are.
-func TestCausePicksTheSinksMessage(t *testing.T) {
-	runner := errors.New("job job-001 failed:\nbundle inst032 stage-005 failed: while executing Process for Plan[stage-005]:\n" +
-		"1: DataSource[...]\n\tcaused by:\nsource failed processing data\n\tcaused by:\nDoFn[UID:4] failed:\n" +
-		"s3once sink: commit s3://b/k: another object is at the key\n")
-	if got, want := Cause(runner), "s3once sink: commit s3://b/k: another object is at the key"; got != want {
-		t.Errorf("Cause = %q, want %q", got, want)
-	}
-	other := errors.New("job failed:\nstage 3\n\tcaused by:\nrpc error: unavailable\nmore")
-	if got := Cause(other); got != "rpc error: unavailable" {
-		t.Errorf("Cause = %q", got)
-	}
-	if got := Cause(errors.New("plain")); got != "plain" {
-		t.Errorf("Cause = %q", got)
+// Format leaves a preflight's report and a one-line error as they are (the
+// split of a runner's error is internal/runnererr's, tested there), and a
+// preflight's error exits with 3.
+func TestFormatLeavesPlainErrors(t *testing.T) {
+	if got := Format(errors.New("plain")); got != "plain" {
+		t.Errorf("Format = %q", got)
 	}
 	pf := fmt.Errorf("%w", &sink.PreflightError{Bucket: "b", Problems: []sink.PreflightProblem{{Check: "one", Err: errors.New("x")}, {Check: "two", Err: errors.New("y")}}})
 	if got := Format(pf); got != pf.Error() {

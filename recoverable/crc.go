@@ -13,6 +13,10 @@ const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
 // length of B, without reading the bytes again. Each part's checksum is computed
 // once, by Write as it fills the part, and folded into the file's running
 // checksum here.
+//
+// It is exported for code outside the package that chains part checksums
+// into a file's CRC as the stream does (the benchmarks in bench do), so
+// that none needs a copy of the arithmetic.
 func CRC64Combine(crcA, crcB uint64, lenB int64) uint64 {
 	if lenB <= 0 {
 		return crcA ^ crcB

@@ -59,22 +59,9 @@
 // altered part is caught as surely as by comparing its own checksum. The
 // completion then names the ETags just listed, whichever upload made them.
 //
-// This needs no new token format. The token already holds the parts' count,
-// byte count and CRC, and these are the file's identity anyway: the server
-// checks the full-object CRC64NVME of the assembled parts at completion, and
-// the committer checks the object's size and CRC afterwards. A list of
-// per-part checksums in the token would grow it with the file (against the
-// token's size bound) and prove nothing the chained CRC does not. The ETag
-// digest stays in the token, written as before, for servers that list no
-// part checksums: there, and only there, it stands for the bytes. Tokens
-// written before this rule recover under it unchanged.
-//
-// What is given up: on a bucket whose ETags are MD5s, the ETag digest also
-// resisted deliberate forgery, which a CRC does not (it is affine, so anyone
-// who can write parts into the upload can craft other bytes with the same
-// CRC). Such a writer can write the output key directly as well; judging a
-// finished object against forgery is the committer's business (its ETag
-// check where ETags are MD5s), not the part check's.
+// Why the token needs no per-part checksums for this, and what the rule
+// gives up against deliberate forgery, is in docs/design.md, "Parts known
+// by their bytes".
 //
 // The combination to avoid: Options.DisableChecksums on a bucket whose ETags
 // are not MD5s (SSE-KMS, SSE-C). With no part checksums to compare, a part
@@ -88,15 +75,11 @@
 //
 // # Content identity
 //
-// Every part's CRC64NVME is computed once, by Write, as it copies the
-// caller's bytes into the part buffer (a piece at a time, while each piece is
-// still in the CPU's cache, instead of a second pass over the whole part from
-// memory before its upload). It is sent with the part, so the server refuses
-// a part whose buffer changed between Write and the upload, and it is folded
-// into the file's running checksum with CRC64Combine. A token therefore carries the CRC of all
-// the bytes it describes, across any number of recoveries, and the committer
-// sends it with CompleteMultipartUpload (a FULL_OBJECT checksum), so the server
-// itself refuses to assemble a file whose bytes differ from what was written.
+// Every part's CRC64NVME is computed once, by Write, sent with the part and
+// folded into the file's running checksum (CRC64Combine): a token carries
+// the CRC of all the bytes it describes, and the server itself refuses to
+// assemble a file whose bytes differ (docs/design.md, "Parts known by
+// their bytes").
 //
 // # Guarantees
 //

@@ -60,7 +60,10 @@ func (l PartList) Append(p Part) PartList {
 	return next
 }
 
-// Chain builds the PartList of parts, in order.
+// Chain builds the PartList of parts, in order. It is exported for code
+// that builds a token from parts it wrote or listed without a stream (the
+// tests of coder and sink, and the benchmarks, make tokens of a given
+// shape with it).
 func Chain(parts []Part) PartList {
 	var l PartList
 	for _, p := range parts {
@@ -148,6 +151,9 @@ func SideObjectPrefix(stagingPrefix, uploadID string) string {
 // SideObjectKey is the key of the side object written by persist number seq of
 // the stream incarnation nonce. The nonce keeps two attempts that persist the same
 // sequence number (a zombie and its successor) from overwriting each other's tail.
+// It is exported for code that checks or builds a token's side-object key
+// outside a stream (coder's tests hold a decoded token's key to this rule);
+// internal/ownkeys holds the rule itself.
 func SideObjectKey(stagingPrefix, uploadID string, seq uint64, nonce string) string {
 	return ownkeys.SideObjectKey(stagingPrefix, uploadID, seq, nonce)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -143,12 +144,13 @@ type barrierFn struct {
 	Ext string `json:"ext,omitempty"`
 
 	c      *committer.Committer
+	b      *s3bucket.Client
 	marker markerSettings
 }
 
 func (f *barrierFn) Setup(ctx context.Context) error {
-	return f.S.setUp(ctx, func(c *committer.Committer, _ s3API) error {
-		f.c = c
+	return f.S.setUp(ctx, func(c *committer.Committer, b *s3bucket.Client, _ s3API) error {
+		f.c, f.b = c, b
 		return f.decodeSettings()
 	})
 }
@@ -157,7 +159,7 @@ func (f *barrierFn) Setup(ctx context.Context) error {
 type barrierFile struct {
 	p      pendingFile
 	cr     recoverable.CommitToken
-	holds  committer.Holding
+	holds  s3bucket.Holding
 	looked error
 }
 
@@ -184,7 +186,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	state := folderMarked
 	if f.marker != nil {
 		var err error
-		if state, err = judgeFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.marker, settingsRefusedDone); err != nil {
+		if state, err = judgeFolder(ctx, f.b, f.S.Bucket, f.S.Prefix, f.marker, settingsRefusedDone); err != nil {
 			return f.refuseSettings(ctx, all, err)
 		}
 	}
@@ -201,7 +203,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	g.SetLimit(barrierLooks)
 	for _, bf := range all {
 		g.Go(func() error {
-			bf.holds, bf.looked = f.c.Lookup(gctx, bf.cr.Bucket, bf.cr.Key, bf.cr.Size())
+			bf.holds, bf.looked = f.b.Lookup(gctx, bf.cr.Bucket, bf.cr.Key, bf.cr.Size())
 			return nil
 		})
 	}
@@ -237,7 +239,7 @@ func (f *barrierFn) ProcessElement(ctx context.Context, _ int, files func(*pendi
 	// A new folder gets this run's marker, now that every key is free or
 	// holds this run's bytes; before any file is committed.
 	if f.marker != nil && state == folderNew {
-		if err := stampFolder(ctx, f.c, f.S.Bucket, f.S.Prefix, f.marker, settingsRefusedDone); err != nil {
+		if err := stampFolder(ctx, f.b, f.S.Bucket, f.S.Prefix, f.marker, settingsRefusedDone); err != nil {
 			return f.refuseSettings(ctx, all, err)
 		}
 	}
@@ -308,7 +310,7 @@ func (f *barrierFn) checkMarkers(ctx context.Context, all []*barrierFile) error 
 	g.SetLimit(barrierLooks)
 	for w := range windows {
 		g.Go(func() error {
-			_, err := guard.marker(gctx, f.c, f.S.Bucket, f.S.Prefix, w)
+			_, err := guard.marker(gctx, f.b, f.S.Bucket, f.S.Prefix, w)
 			return err
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -50,7 +51,10 @@ type workerKey struct {
 type worker struct {
 	client    *s3.Client
 	committer *committer.Committer
-	throttle  *s3call.Throttle
+	// bucket makes the general bucket calls (markers, manifests, looks at
+	// keys, listings) under the committer's default policy.
+	bucket   *s3bucket.Client
+	throttle *s3call.Throttle
 	// writers are the stream writers of the process's writer DoFns, one
 	// per stream options (see writer).
 	writers map[recoverable.Options]*recoverable.Writer
@@ -81,14 +85,14 @@ func (w *worker) writer(o recoverable.Options, idle int64) (*recoverable.Writer,
 }
 
 // setUp is the Setup of every DoFn that talks to S3: it hands the process's
-// committer and client for the settings to ready, which keeps what the DoFn
-// needs of them.
-func (s folder) setUp(ctx context.Context, ready func(*committer.Committer, s3API) error) error {
+// committer, bucket client and S3 client for the settings to ready, which
+// keeps what the DoFn needs of them.
+func (s folder) setUp(ctx context.Context, ready func(*committer.Committer, *s3bucket.Client, s3API) error) error {
 	w, err := s.worker(ctx)
 	if err != nil {
 		return err
 	}
-	return ready(w.committer, w.client)
+	return ready(w.committer, w.bucket, w.client)
 }
 
 // worker returns the process's client and committer for the settings.
@@ -108,7 +112,7 @@ func (s folder) worker(ctx context.Context) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3once sink: %w", err)
 	}
-	w := &worker{client: client, committer: cm, throttle: throttle}
+	w := &worker{client: client, committer: cm, bucket: s3bucket.New(client, s3bucket.Options{}), throttle: throttle}
 	workers[key] = w
 	return w, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
 )
@@ -93,6 +94,7 @@ type commitFn struct {
 	Markers bool `json:"markers,omitempty"`
 
 	committer *committer.Committer
+	bucket    *s3bucket.Client
 	pause     time.Duration
 	marker    markerSettings
 	guard     settingsGuard
@@ -101,8 +103,8 @@ type commitFn struct {
 }
 
 func (f *commitFn) Setup(ctx context.Context) error {
-	return f.S.setUp(ctx, func(c *committer.Committer, client s3API) error {
-		f.committer = c
+	return f.S.setUp(ctx, func(c *committer.Committer, b *s3bucket.Client, client s3API) error {
+		f.committer, f.bucket = c, b
 		return f.init(client)
 	})
 }
@@ -114,8 +116,8 @@ const commitGuardDone = "this run committed nothing; its uploads are left for th
 // fileRefusedDone is what the commit stage did with a file it refused.
 const fileRefusedDone = "this file was not committed; its upload is left for the sweep"
 
-// init readies the DoFn over client, with its own committer unless it has
-// one; tests call it directly.
+// init readies the DoFn over client, with its own committer and bucket
+// client unless it has them; tests call it directly.
 func (f *commitFn) init(client committer.S3) error {
 	if f.committer == nil {
 		c, err := committer.New(client, committer.Options{StagingPrefix: f.S.StagingPrefix})
@@ -123,6 +125,9 @@ func (f *commitFn) init(client committer.S3) error {
 			return fmt.Errorf("s3once sink: %w", err)
 		}
 		f.committer = c
+	}
+	if f.bucket == nil {
+		f.bucket = s3bucket.New(client, s3bucket.Options{})
 	}
 	f.pause = time.Second
 	if len(f.Settings) > 0 {
@@ -178,22 +183,22 @@ func (f *commitFn) ProcessElement(ctx context.Context, p pendingFile, emit func(
 		return fmt.Errorf("s3once sink: %w", err)
 	}
 	if f.marker != nil { // the settings marker, before the first commit
-		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.marker, commitGuardDone); err != nil {
+		if err := f.guard.check(ctx, f.bucket, f.S.Bucket, f.S.Prefix, f.marker, commitGuardDone); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}
 	if f.Manifests {
-		if err := f.parts.check(ctx, f.committer, f.S.Prefix, p.Result, cr.Size(), cr.CRC()); err != nil {
+		if err := f.parts.check(ctx, f.bucket, f.S.Prefix, p.Result, cr.Size(), cr.CRC()); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}
 	if f.Ext != "" {
-		if err := f.parts.checkExt(ctx, f.committer, f.S.Prefix, p.Result, f.Ext); err != nil {
+		if err := f.parts.checkExt(ctx, f.bucket, f.S.Prefix, p.Result, f.Ext); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}
 	if f.Markers {
-		if err := f.markers.check(ctx, f.committer, f.S.Prefix, p.Result, cr.Size(), cr.CRC(), fileRefusedDone); err != nil {
+		if err := f.markers.check(ctx, f.bucket, f.S.Prefix, p.Result, cr.Size(), cr.CRC(), fileRefusedDone); err != nil {
 			return fmt.Errorf("s3once sink: commit s3://%s/%s: %w", cr.Bucket, cr.Key, err)
 		}
 	}

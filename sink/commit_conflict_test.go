@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/testkit/s3fault"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 	"github.com/s3once/s3once/recoverable"
@@ -71,7 +72,7 @@ func TestCommitStageRetriesAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := &commitFn{S: st.folder, committer: cm}
+	fn := &commitFn{S: st.folder, committer: cm, bucket: s3bucket.New(api, s3bucket.Options{MaxAttempts: 1, MaxRounds: 1})}
 	if err := fn.init(api); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 )
 
 // Values of Config.CompletionMarker.
@@ -80,11 +81,11 @@ type markerFn struct {
 	S    folder `json:"s"`
 	Mode string `json:"mode"`
 
-	c *committer.Committer
+	c *s3bucket.Client
 }
 
 func (f *markerFn) Setup(ctx context.Context) error {
-	return f.S.setUp(ctx, func(c *committer.Committer, _ s3API) error {
+	return f.S.setUp(ctx, func(_ *committer.Committer, c *s3bucket.Client, _ s3API) error {
 		f.c = c
 		return nil
 	})
@@ -124,7 +125,7 @@ func markerBody(mode string, results func(*FileResult) bool) []byte {
 // writeMarker commits a marker as a file is committed: written only where
 // the key is empty (If-None-Match: *). A key that already holds the same
 // bytes (a retry, a rerun) is a success; other bytes are ErrKeyTaken.
-func writeMarker(ctx context.Context, c *committer.Committer, bucket, key string, body []byte) error {
+func writeMarker(ctx context.Context, c *s3bucket.Client, bucket, key string, body []byte) error {
 	have, written, err := c.PutOnce(ctx, bucket, key, body, "application/x-ndjson", maxMarkerBytes)
 	if err != nil {
 		return fmt.Errorf("s3once sink: write the completion marker: %w", err)
@@ -197,10 +198,10 @@ func (e *WindowCompleteError) Unwrap() error { return ErrWindowComplete }
 // markerStore is what the check reads the folder with.
 type markerStore interface {
 	ReadObject(ctx context.Context, bucket, key string, max int64) ([]byte, bool, error)
-	Lookup(ctx context.Context, bucket, key string, size int64) (committer.Holding, error)
+	Lookup(ctx context.Context, bucket, key string, size int64) (s3bucket.Holding, error)
 }
 
-var _ markerStore = (*committer.Committer)(nil)
+var _ markerStore = (*s3bucket.Client)(nil)
 
 // windowMarker is what a window's completion marker says.
 type windowMarker struct {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
@@ -89,10 +90,7 @@ func TestCompletionMarkerManifest(t *testing.T) {
 func TestCompletionMarkerWrittenOnce(t *testing.T) {
 	bucket := srv.Bucket(t)
 	c := testClient()
-	cm, err := committer.New(c, committer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := s3bucket.New(c, s3bucket.Options{})
 	ctx := context.Background()
 	key := ownkeys.MarkerKey("out", "global", 0)
 	if err := writeMarker(ctx, cm, bucket, key, []byte("a\n")); err != nil {

@@ -28,8 +28,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -70,7 +70,7 @@ func (w *windowWriter) abortLeftovers(ctx context.Context, window string, files 
 func (w *windowWriter) abortPartitionLeftovers(ctx context.Context, dest, window string, files map[string]FileResult, aborted *atomic.Int64) {
 	prefix := ownkeys.PartitionFilePrefix(w.S.Prefix, dest, window)
 	var left []recoverable.CommitToken
-	err := w.c.ListUploads(ctx, w.S.Bucket, prefix, func(page []committer.Upload) error {
+	err := w.b.ListUploads(ctx, w.S.Bucket, prefix, func(page []s3bucket.Upload) error {
 		for _, u := range page {
 			if r, ok := files[u.Key]; ok && r.Destination == dest {
 				left = append(left, recoverable.CommitToken{Bucket: w.S.Bucket, Key: u.Key, UploadID: u.UploadID, StagingPrefix: w.c.Options().StagingPrefix})

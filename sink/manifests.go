@@ -54,6 +54,7 @@ import (
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 )
 
 func init() {
@@ -177,11 +178,12 @@ type windowWriter struct {
 	Strays bool `json:"strays,omitempty"`
 
 	c *committer.Committer
+	b *s3bucket.Client
 }
 
 func (w *windowWriter) Setup(ctx context.Context) error {
-	return w.S.setUp(ctx, func(c *committer.Committer, _ s3API) error {
-		w.c = c
+	return w.S.setUp(ctx, func(c *committer.Committer, b *s3bucket.Client, _ s3API) error {
+		w.c, w.b = c, b
 		return nil
 	})
 }
@@ -350,7 +352,7 @@ func (w *windowWriter) finish(ctx context.Context, window string, results []File
 		}
 		body = b.Bytes()
 	}
-	return sorted, writeMarker(ctx, w.c, w.S.Bucket, ownkeys.MarkerKey(w.S.Prefix, window, 0), body)
+	return sorted, writeMarker(ctx, w.b, w.S.Bucket, ownkeys.MarkerKey(w.S.Prefix, window, 0), body)
 }
 
 // strayDone is what the manifest stage did about a partition holding
@@ -366,7 +368,7 @@ const strayDone = "this run wrote no manifest for it and no completion marker fo
 func (w *windowWriter) strays(ctx context.Context, dest, window string, mine map[string]FileResult) (*PartitionChangedError, error) {
 	at := ownkeys.PartitionFilePrefix(w.S.Prefix, dest, window)
 	e := &PartitionChangedError{Bucket: w.S.Bucket, Prefix: w.S.Prefix, Destination: dest, Window: window, Mixed: true, Done: strayDone}
-	err := w.c.List(ctx, w.S.Bucket, at, func(page []committer.Object) error {
+	err := w.b.List(ctx, w.S.Bucket, at, func(page []s3bucket.Object) error {
 		for _, o := range page {
 			if _, ok := mine[o.Key]; !ok && ownkeys.IsPartitionFile(w.S.Prefix, dest, window, o.Key) {
 				shownAdd(&e.Keys, &e.Count, o.Key)
@@ -389,7 +391,7 @@ func (w *windowWriter) writeManifest(ctx context.Context, dest, window string, e
 		return fmt.Errorf("s3once sink: the manifest of partition %s: %w", ownkeys.PartitionFilePrefix(w.S.Prefix, dest, window), err)
 	}
 	key := ownkeys.ManifestKey(w.S.Prefix, dest, window)
-	have, written, err := w.c.PutOnce(ctx, w.S.Bucket, key, body, "application/x-ndjson", manifest.MaxBytes)
+	have, written, err := w.b.PutOnce(ctx, w.S.Bucket, key, body, "application/x-ndjson", manifest.MaxBytes)
 	if err != nil {
 		return fmt.Errorf("s3once sink: write the partition manifest: %w", err)
 	}

@@ -30,10 +30,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 )
 
 // ErrPartitionChanged is wrapped by the error of a run that would leave a
@@ -196,7 +196,7 @@ func (f *barrierFn) checkPartition(ctx context.Context, pt partitionOf, files []
 		return &PartitionChangedError{Bucket: f.S.Bucket, Prefix: f.S.Prefix, Destination: pt.destination, Window: pt.window, Done: settingsRefusedDone}
 	}
 	extra := refusal()
-	err := f.c.List(ctx, f.S.Bucket, prefix, func(page []committer.Object) error {
+	err := f.b.List(ctx, f.S.Bucket, prefix, func(page []s3bucket.Object) error {
 		for _, o := range page {
 			if mine[o.Key] || !ownkeys.IsPartitionFile(f.S.Prefix, pt.destination, pt.window, o.Key) ||
 				(mutPartitionOwnExtOnly() && !ownkeys.HasFileExt(o.Key, f.Ext)) {
@@ -210,7 +210,7 @@ func (f *barrierFn) checkPartition(ctx context.Context, pt partitionOf, files []
 		return nil, fmt.Errorf("barrier: list the partition %s: %w", prefix, err)
 	}
 	mkey := ownkeys.ManifestKey(f.S.Prefix, pt.destination, pt.window)
-	body, found, err := f.c.ReadObject(ctx, f.S.Bucket, mkey, manifest.MaxBytes)
+	body, found, err := f.b.ReadObject(ctx, f.S.Bucket, mkey, manifest.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("barrier: read the partition manifest s3://%s/%s: %w", f.S.Bucket, mkey, err)
 	}
@@ -346,7 +346,7 @@ func (g *partitionGuard) checkExt(ctx context.Context, c folderStore, prefix str
 		Bucket: r.Bucket, Prefix: prefix, Destination: r.Destination, Window: r.Window,
 		Done: "this file was not committed; its upload is left for the sweep",
 	}
-	err := c.List(ctx, r.Bucket, at, func(page []committer.Object) error {
+	err := c.List(ctx, r.Bucket, at, func(page []s3bucket.Object) error {
 		for _, o := range page {
 			if !ownkeys.IsPartitionFile(prefix, r.Destination, r.Window, o.Key) || ownkeys.HasFileExt(o.Key, ext) || mutPartitionOwnExtOnly() {
 				continue

@@ -8,8 +8,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/testkit/s3fault"
 	"github.com/s3once/s3once/internal/testkit/s3mem"
 	"github.com/s3once/s3once/recoverable"
@@ -56,11 +56,7 @@ func benchPartitionCheck(b *testing.B, files int) {
 	}
 	fake.Seed(bucket, objects)
 	objects = nil
-	cm, err := committer.New(fake.NewClient(s3mem.ClientOptions{MaxAttempts: 3}), committer.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := &barrierFn{S: folder{Bucket: bucket, Prefix: prefix}, c: cm}
+	f := &barrierFn{S: folder{Bucket: bucket, Prefix: prefix}, b: s3bucket.New(fake.NewClient(s3mem.ClientOptions{MaxAttempts: 3}), s3bucket.Options{})}
 	ctx := context.Background()
 	lists0 := countOps(fake, s3fault.ListObjectsV2)
 	cpu0 := cpuTime()

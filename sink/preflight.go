@@ -16,12 +16,15 @@ import (
 	"github.com/minio/crc64nvme"
 
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 )
 
-// ErrPreflight is wrapped by every error Preflight returns.
-var ErrPreflight = errors.New("s3once preflight failed")
+// ErrPreflight is wrapped by every error Preflight returns. Its message
+// carries the stable code errcode.Preflight, and so does a PreflightError's.
+var ErrPreflight = errcode.New(errcode.Preflight, "s3once preflight failed")
 
 // preflightCallTimeout bounds each call of the preflight (the SDK's retries
 // run inside it). The removal of its probes, which runs even when ctx is
@@ -84,7 +87,7 @@ func (e *PreflightError) Error() string {
 	if n != 1 {
 		b.WriteString("s")
 	}
-	b.WriteString(" (no data was written):")
+	b.WriteString(" (no data was written) " + errcode.Preflight.Token() + ":")
 	for _, p := range e.Problems {
 		b.WriteString("\n  - " + p.String())
 	}
@@ -412,6 +415,13 @@ func (p *prober) committer() (*committer.Committer, error) {
 	return committer.New(p.api, committer.Options{StagingPrefix: p.s.StagingPrefix, MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
 }
 
+// bucket is a bucket client over the preflight's client that makes each of
+// its calls once, like committer's, for the probes that read the output
+// folder (its settings marker).
+func (p *prober) bucket() *s3bucket.Client {
+	return s3bucket.New(p.api, s3bucket.Options{MaxAttempts: 1, MaxRounds: 1, CallTimeout: preflightCallTimeout})
+}
+
 // conditionalComplete completes a small upload at key with If-None-Match: *
 // (as a commit does), checks it with HEAD, then expects a second conditional
 // completion at the same key to be refused.
@@ -649,11 +659,7 @@ func (p *prober) checkSettings(ctx context.Context) {
 	key := ownkeys.SettingsKey(p.s.Prefix)
 	now := p.s.markerSettings()
 	p.check(ctx, "compare the output folder's settings marker", p.s.Bucket, key, "s3:GetObject", func(ctx context.Context) error {
-		c, err := p.committer()
-		if err != nil {
-			return err
-		}
-		_, err = judgeFolder(ctx, c, p.s.Bucket, p.s.Prefix, now, "")
+		_, err := judgeFolder(ctx, p.bucket(), p.s.Bucket, p.s.Prefix, now, "")
 		return err
 	})
 }

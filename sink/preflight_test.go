@@ -43,6 +43,10 @@ func preflightError(t *testing.T, err error) *PreflightError {
 	if !errors.Is(err, ErrPreflight) {
 		t.Errorf("error does not wrap ErrPreflight: %v", err)
 	}
+	// Its text alone (a log line, a runner's report) names it a preflight's.
+	if !errcode.Has(errors.New(err.Error()), errcode.Preflight) {
+		t.Errorf("error's message lacks %s: %v", errcode.Preflight.Token(), err)
+	}
 	var pe *PreflightError
 	if !errors.As(err, &pe) {
 		t.Fatalf("error is %T, want *PreflightError: %v", err, err)

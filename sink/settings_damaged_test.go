@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/internal/testkit/golden"
 	"github.com/s3once/s3once/internal/testkit/s3test"
@@ -213,10 +213,7 @@ func TestSettingsGuardDamaged(t *testing.T) {
 	bucket := srv.Bucket(t)
 	c := testClient()
 	ctx := context.Background()
-	cm, err := committer.New(c, committer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := s3bucket.New(c, s3bucket.Options{})
 	now := goldenMarkers()["settings_v1.txt"]
 	whole := encodeSettings(now)
 	cut := whole[:bytes.LastIndexByte(whole[:len(whole)-1], '\n')+1] // without its last line

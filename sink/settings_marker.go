@@ -15,9 +15,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/settingsmarker"
 )
 
@@ -339,10 +339,10 @@ func changes(was, now markerSettings) []SettingChange {
 type folderStore interface {
 	ReadObject(ctx context.Context, bucket, key string, max int64) ([]byte, bool, error)
 	PutOnce(ctx context.Context, bucket, key string, body []byte, contentType string, max int64) ([]byte, bool, error)
-	List(ctx context.Context, bucket, prefix string, fn func([]committer.Object) error) error
+	List(ctx context.Context, bucket, prefix string, fn func([]s3bucket.Object) error) error
 }
 
-var _ folderStore = (*committer.Committer)(nil)
+var _ folderStore = (*s3bucket.Client)(nil)
 
 // readSettings reads the folder's marker: nil, nil when there is none (a
 // new folder, or one written by a release that wrote no marker). A marker
@@ -442,7 +442,7 @@ var errFound = errors.New("found")
 // it has found both, so a folder without a manifest is listed whole: it
 // runs only where the folder has no settings marker.
 func anyFile(ctx context.Context, c folderStore, bucket, prefix string) (file, manifest string, err error) {
-	err = c.List(ctx, bucket, ownkeys.Folder(prefix), func(page []committer.Object) error {
+	err = c.List(ctx, bucket, ownkeys.Folder(prefix), func(page []s3bucket.Object) error {
 		for _, o := range page {
 			switch {
 			case file == "" && ownkeys.IsFileName(prefix, o.Key):

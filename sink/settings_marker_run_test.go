@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
@@ -165,10 +165,7 @@ func settingsRunV(t *testing.T, bucket, prefix string, in []string, compression 
 func TestSettingsGuard(t *testing.T) {
 	bucket := srv.Bucket(t)
 	c := testClient()
-	cm, err := committer.New(c, committer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := s3bucket.New(c, s3bucket.Options{})
 	ctx := context.Background()
 	// Markers hold every setting their version requires: the golden one's,
 	// with some values set.
@@ -206,7 +203,7 @@ func TestSettingsGuard(t *testing.T) {
 	}
 	// A run with other settings.
 	var g3 settingsGuard
-	err = g3.check(ctx, cm, bucket, "w", other, "this run committed nothing")
+	err := g3.check(ctx, cm, bucket, "w", other, "this run committed nothing")
 	var sc *SettingsChangedError
 	if !errors.As(err, &sc) || len(sc.Changes) != 1 || sc.Changes[0] != (SettingChange{"Shards", "4", "8"}) || !strings.Contains(err.Error(), "committed nothing") {
 		t.Fatalf("a check with other settings: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/filebody"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/recoverable"
 )
 
@@ -50,6 +51,7 @@ type writeFilesFn struct {
 
 	writer    *recoverable.Writer
 	committer *committer.Committer
+	bucket    *s3bucket.Client
 	bodies    filebody.Kind
 	ext       string
 	oo        recoverable.ObjectOptions
@@ -70,15 +72,15 @@ func (f *writeFilesFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.committer = w.committer
+	f.committer, f.bucket = w.committer, w.bucket
 	if f.writer, err = w.writer(f.S.streamOptions(), f.S.partBuffers()); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
 	return f.init(w.client)
 }
 
-// init readies the DoFn over client, with its own stream writer and
-// committer unless it has them; tests call it directly.
+// init readies the DoFn over client, with its own stream writer,
+// committer and bucket client unless it has them; tests call it directly.
 func (f *writeFilesFn) init(client s3API) error {
 	var err error
 	if f.writer == nil {
@@ -90,6 +92,9 @@ func (f *writeFilesFn) init(client s3API) error {
 		if f.committer, err = committer.New(client, committer.Options{}); err != nil {
 			return fmt.Errorf("s3once sink: %w", err)
 		}
+	}
+	if f.bucket == nil {
+		f.bucket = s3bucket.New(client, s3bucket.Options{})
 	}
 	format, err := lookupFormat(f.S.Format)
 	if err != nil {
@@ -186,20 +191,20 @@ func (f *finalizingWriteFilesFn) Setup(ctx context.Context) error {
 // folder's settings marker is known to hold this run's settings.
 func (f *finalizingWriteFilesFn) ProcessElement(ctx context.Context, bf beam.BundleFinalization, rt *sdf.LockRTracker, b batch, emit func(pendingFile)) (sdf.ProcessContinuation, error) {
 	if f.marker != nil {
-		if err := f.guard.check(ctx, f.committer, f.S.Bucket, f.S.Prefix, f.marker, "this run committed nothing; its uploads are left for the sweep"); err != nil {
+		if err := f.guard.check(ctx, f.bucket, f.S.Bucket, f.S.Prefix, f.marker, "this run committed nothing; its uploads are left for the sweep"); err != nil {
 			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 		}
 	}
 	if f.Ext != "" {
 		at := FileResult{Bucket: f.S.Bucket, Destination: b.Destination, Window: b.Window}
-		if err := f.parts.checkExt(ctx, f.committer, f.S.Prefix, at, f.Ext); err != nil {
+		if err := f.parts.checkExt(ctx, f.bucket, f.S.Prefix, at, f.Ext); err != nil {
 			return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 		}
 	}
 	// A window whose completion marker exists is complete: its files are
 	// not committed at finalization, but left to the commit stage, which
 	// commits only those the marker names (markerGuard).
-	m, err := f.markers.marker(ctx, f.committer, f.S.Bucket, f.S.Prefix, b.Window)
+	m, err := f.markers.marker(ctx, f.bucket, f.S.Bucket, f.S.Prefix, b.Window)
 	if err != nil {
 		return sdf.StopProcessing(), fmt.Errorf("s3once sink: %w", err)
 	}

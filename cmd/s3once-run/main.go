@@ -41,9 +41,9 @@ import (
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/examples/harness"
 	"github.com/s3once/s3once/internal/localserver"
+	"github.com/s3once/s3once/internal/runnererr"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/pipelines/corpus"
-	"github.com/s3once/s3once/program"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -216,9 +216,9 @@ func run(o options, out, errOut io.Writer) int {
 		// The runner hands back the error's text only: its code token says
 		// what happened.
 		if errcode.Has(err, errcode.KeyTaken) || errcode.Has(err, errcode.PartitionChanged) {
-			return fail("%s\n\n%s/ holds files of an earlier run with other input, settings or code; remove it (make clean) or pass -prefix", program.Cause(err), rel)
+			return fail("%s\n\n%s/ holds files of an earlier run with other input, settings or code; remove it (make clean) or pass -prefix", runnererr.Cause(err), rel)
 		}
-		return fail("the runner's report:\n%v\n\npipeline failed after %v: %s", program.Report(err), res.Elapsed.Round(time.Millisecond), program.Cause(err))
+		return fail("the runner's report:\n%v\n\npipeline failed after %v: %s", runnererr.Report(err), res.Elapsed.Round(time.Millisecond), runnererr.Cause(err))
 	}
 	fmt.Fprintln(out)
 	sum := harness.Summary{Name: "batch", Bucket: o.bucket, Prefix: o.prefix, Outcome: res}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 )
 
@@ -147,10 +148,12 @@ func verifyCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := committer.New(client, committer.Options{MaxAttempts: *attempts, MaxRounds: *attempts, StagingPrefix: *staging, SkipPreflight: true})
-	if err != nil {
+	// The options are checked as the sink's committer checks them; verify
+	// itself only reads, through a bucket client under the same options.
+	if _, err := committer.New(client, committer.Options{MaxAttempts: *attempts, MaxRounds: *attempts, StagingPrefix: *staging, SkipPreflight: true}); err != nil {
 		return usagef("%v", err)
 	}
+	c := s3bucket.New(client, s3bucket.Options{MaxAttempts: *attempts, MaxRounds: *attempts})
 	rep := verifyFolder(ctx, c, verifyOptions{
 		bucket: *bucket, prefix: *prefix, staging: *staging, concurrency: *concurrency, now: time.Now().UTC(),
 		tableRun: *tableRun, read: *read,

@@ -22,9 +22,9 @@ import (
 	"github.com/minio/crc64nvme"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/settingsmarker"
 )
@@ -89,7 +89,7 @@ const maxReads = 4
 
 // verifier checks one output folder.
 type verifier struct {
-	c   *committer.Committer
+	c   *s3bucket.Client
 	o   verifyOptions
 	rep *verifyReport
 
@@ -156,7 +156,7 @@ type fileName struct {
 // verifyFolder checks the folder and returns the report, its outcome set.
 // What could not be checked (an S3 call that kept failing, a cancelled
 // context) is in the report's Unverified list.
-func verifyFolder(ctx context.Context, c *committer.Committer, o verifyOptions) *verifyReport {
+func verifyFolder(ctx context.Context, c *s3bucket.Client, o verifyOptions) *verifyReport {
 	v := &verifier{
 		c: c, o: o,
 		rep: &verifyReport{
@@ -291,7 +291,7 @@ func (v *verifier) shardsDisagree(n int) string {
 func (v *verifier) list(ctx context.Context) bool {
 	folder := ownkeys.Folder(v.o.prefix)
 	stagingFolder := ownkeys.Folder(v.o.staging)
-	err := v.c.List(ctx, v.o.bucket, folder, func(page []committer.Object) error {
+	err := v.c.List(ctx, v.o.bucket, folder, func(page []s3bucket.Object) error {
 		for _, o := range page {
 			k := o.Key
 			if ownkeys.Overlap(v.o.prefix, v.o.staging) && strings.HasPrefix(k, stagingFolder) {
@@ -748,18 +748,18 @@ func (v *verifier) countRecords(ctx context.Context, k partKey, p *partition, e 
 	}
 }
 
-// lookup tells what key holds (committer.Lookup, under lookupBound; size
+// lookup tells what key holds (s3bucket.Client.Lookup, under lookupBound; size
 // < 0 never reads back).
-func (v *verifier) lookup(ctx context.Context, key string, size int64) (committer.Holding, error) {
+func (v *verifier) lookup(ctx context.Context, key string, size int64) (s3bucket.Holding, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.lookupBound(max(size, 0)))
 	defer cancel()
 	return v.c.Lookup(ctx, v.o.bucket, key, size)
 }
 
-// lookupBound bounds one file's Lookup: its HEAD under the committer's
+// lookupBound bounds one file's Lookup: its HEAD under the client's
 // Policy, then, where the server keeps no CRC64NVME, each read-back at
 // s3call.CallTimeout(size) (1 MiB/s after the base bound) and a backoff.
-// The committer bounds the read-back by its context alone.
+// The client bounds the read-back by its context alone.
 func (v *verifier) lookupBound(size int64) time.Duration {
 	o := v.c.Options()
 	head := s3call.Policy{CallTimeout: o.CallTimeout, Attempts: o.MaxAttempts, BaseBackoff: o.BaseBackoff, MaxBackoff: o.MaxBackoff}
@@ -1019,7 +1019,7 @@ func (v *verifier) noOutputProblem() problem {
 // s3once's keys is a problem; another tool's is reported and left alone.
 func (v *verifier) checkUploads(ctx context.Context) {
 	folder := ownkeys.Folder(v.o.prefix)
-	err := v.c.ListUploads(ctx, v.o.bucket, folder, func(page []committer.Upload) error {
+	err := v.c.ListUploads(ctx, v.o.bucket, folder, func(page []s3bucket.Upload) error {
 		for _, u := range page {
 			own := v.ownKey(u.Key)
 			v.rep.Uploads = append(v.rep.Uploads, leftUpload{Key: u.Key, UploadID: u.UploadID, Initiated: u.Initiated, Own: own})
@@ -1045,9 +1045,9 @@ func (v *verifier) checkUploads(ctx context.Context) {
 // leftOver reports whether an open upload of key is a left-over: key is an
 // s3once file's and holds a committed object now (a HEAD; a failed one
 // says nothing).
-func (v *verifier) leftOver(ctx context.Context, key string) (committer.Holding, bool) {
+func (v *verifier) leftOver(ctx context.Context, key string) (s3bucket.Holding, bool) {
 	if _, _, ok := ownkeys.ParseFileKey(v.o.prefix, key); !ok {
-		return committer.Holding{}, false
+		return s3bucket.Holding{}, false
 	}
 	h, err := v.lookup(ctx, key, -1)
 	return h, err == nil && h.Exists

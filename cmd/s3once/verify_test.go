@@ -24,10 +24,10 @@ import (
 	"github.com/minio/crc64nvme"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
 	"github.com/s3once/s3once/internal/manifest"
 	"github.com/s3once/s3once/internal/ownkeys"
+	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/internal/settingsmarker"
 	"github.com/s3once/s3once/internal/tablemarker"
@@ -986,10 +986,7 @@ func TestVerifyUnderFaults(t *testing.T) {
 		t.Helper()
 		fc := s3fault.New(client)
 		hook(fc)
-		c, err := committer.New(fc, committer.Options{MaxAttempts: 3, MaxRounds: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, SkipPreflight: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := s3bucket.New(fc, s3bucket.Options{MaxAttempts: 3, MaxRounds: 3, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 		rep := verifyFolder(context.Background(), c, verifyOptions{bucket: bucket, prefix: f.prefix, staging: s3call.DefaultStagingPrefix, concurrency: 4})
 		if len(fc.Faults()) == 0 {
 			t.Fatal("no fault was injected")

@@ -73,76 +73,11 @@
 //
 // # Worst-case latency, with the defaults
 //
-// An attempt's bound covers the SDK's own retries inside it. "Worst case" is
-// every attempt timing out and every backoff at its longest (Policy.WorstCase).
-// Throttling adds to any call under a Policy up to its ThrottleBudget (5 min)
-// of SlowDown answers, on top of the figures below, before it fails: the
-// lanes' waits (at most 5 s and a step's jitter each) fall inside an
-// attempt's bound, the answers themselves are not attempts.
-//
-//	call                                   layer       attempt bound           attempts                  worst case
-//	UploadPart, PutObject of a side object stream      30 s + 1 s/MiB (38 s)   3, timeouts only          114 s (8 MiB parts)
-//	CreateMultipartUpload, GetObject tail  stream      same                    3, timeouts only          114 s
-//	ListParts, each page (Recover)         stream      same                    3, timeouts only          114 s a page
-//	AbortMultipartUpload at Dispose        stream      30 s, detached          1 (SDK retries inside)    30 s
-//	HeadObject, ListParts page, Abort,     committer   30 s                    6, transient, 0.1-5 s     183.1 s
-//	 DeleteObjects, listings' pages,                                           backoff
-//	 probe PutObject/DeleteObject
-//	CompleteMultipartUpload                committer   15 min (CompleteTimeout) 1 a round, 6 rounds     6 x 15 min + each round's listing and look at the key
-//	settle wait (upload gone, key empty)   committer   SettleTimeout (15 min)  polls with backoff        15 min
-//	read-back of an object (no HEAD CRC)   committer   the caller's context    6 restarts                the caller's context
-//	clean-up after a commit or a failure   all         30 s in all, detached   per call as above         30 s
-//	each preflight probe                   sink, via   30 s                    1 (SDK retries inside)    30 s
-//	                                        s3call
-//	the settings marker: GetObject (read   sink, via   30 s, read whole        6, transient, 0.1-5 s     183.1 s
-//	 whole), PutObject If-None-Match, the   committer   within the attempt      backoff
-//	 listing for files of an earlier
-//	 release (each page)
-//	barrier: ListObjectsV2 of each         sink, via   30 s                    6, transient, 0.1-5 s     183.1 s a page; HEADs
-//	 partition (each page), HeadObject of   committer                          backoff                   16 at a time
-//	 each file, its read-back where the
-//	 server keeps no CRC (as above)
-//	barrier's discard of a refused run:    sink, via   30 s, detached,         per call as above         30 s in all
-//	 AbortMultipartUpload, side objects'    committer   CleanupTimeout in all
-//	 listing and DeleteObjects
-//	partition manifest and completion      sink, via   30 s, read whole        6, transient, 0.1-5 s     183.1 s
-//	 marker: PutObject If-None-Match,       committer   within the attempt      backoff
-//	 GetObject of one in place; the
-//	 commit stage's GetObject of a
-//	 partition's manifest
-//	s3once verify: ListObjectsV2 and       verify      30 s                    3 (--max-attempts),       90.3 s a page or call
-//	 ListMultipartUploads pages, HeadObject                                    transient, 0.1-5 s
-//	 of each manifest entry, GetObject of                                      backoff
-//	 the settings marker, a manifest, a
-//	 completion marker (read whole within
-//	 one attempt)
-//	a manifest entry's look-up (verify)    verify      HEAD as above, then     3 read-backs              90.3 s + 3 x (30 s + 1 s/MiB
-//	                                                   each read-back 30 s +                              + 5 s): 195.3 s for an
-//	                                                   1 s/MiB                                            empty file, 219.3 s at 8 MiB
-//	any call under a Policy, throttled     all         as above                SlowDown answers are      the row's worst case
-//	                                                                           not attempts              + ThrottleBudget (5 min)
-//	the Iceberg table stage's calls,       iceberg-go  30 s an attempt,        the sink's retryer (3     3 x 30 s + backoff;
-//	 through iceberg-go's S3 file IO:      (package    request and answer      attempts, no quota);      a throttled call up to
-//	 GetObject and HeadObject of table     iceberg-    body together           SlowDown through the      its ThrottleBudget;
-//	 metadata, manifest lists and          table)      (Throttle.              shared backoff; a commit  each commit round
-//	 manifests; PutObject (a multipart                 ApplyConfig)            that conflicts is made
-//	 upload for a large one) of new ones                                       again by the stage's
-//	 and of the run's commit marker;                                           loop, up to 20 rounds
-//	 DeleteObject of what a failed commit
-//	 wrote
-//
-// The stream's bound grows with PartSize (1 s per MiB); the committer's
-// attempts and backoff follow committer.Options (MaxAttempts, BaseBackoff,
-// MaxBackoff, CallTimeout, CompleteTimeout, SettleTimeout). s3once verify
-// runs a committer with MaxAttempts 3 (--max-attempts) and bounds each
-// file's look-up, read-back included, as in its row, since the committer
-// bounds a read-back by its context alone. The Iceberg table stage's calls
-// are iceberg-go's, outside the committer: no Policy wraps them, so the
-// configuration the stage hands iceberg-go (sink.Config.AWSConfig, through
-// Throttle.ApplyConfig) bounds each of their HTTP attempts at
-// BaseCallTimeout and gives them the sink's retryer and shared backoff; a
-// catalog's own calls (REST, Glue, SQL) are bounded by the caller's
-// context alone.
+// An attempt's bound covers the SDK's own retries inside it; the worst
+// case is every attempt timing out and every backoff at its longest
+// (Policy.WorstCase), and throttling adds up to a call's ThrottleBudget
+// (5 min) of SlowDown answers. docs/design.md, "Worst case of each S3
+// call", tabulates every call the module makes with the defaults.
 //
 // # Listings
 //

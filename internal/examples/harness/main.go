@@ -15,7 +15,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/s3once/s3once/program"
+	"github.com/s3once/s3once/internal/runnererr"
 	"github.com/s3once/s3once/sink"
 )
 
@@ -128,11 +128,11 @@ func (p Program) Main() int {
 		}
 		// The runner's report (stages, plans, the chain of causes) first;
 		// the cause itself last, where it is read, and only there.
-		fmt.Fprintf(stderr, "s3once %s: the runner's report:\n%s\n\n", p.Name, indent(program.Report(err)))
+		fmt.Fprintf(stderr, "s3once %s: the runner's report:\n%s\n\n", p.Name, indent(runnererr.Report(err)))
 		if len(out.Results) > 0 {
 			fmt.Fprintf(stderr, "s3once %s: %d files were committed before the failure; a rerun with the same input and flags keeps them and writes the rest\n", p.Name, len(out.Results))
 		}
-		return fail(ExitFailed, "pipeline failed after %v: %s", out.Elapsed.Round(time.Millisecond), program.Cause(err))
+		return fail(ExitFailed, "pipeline failed after %v: %s", out.Elapsed.Round(time.Millisecond), runnererr.Cause(err))
 	}
 	sum := Summary{Name: p.Name, Bucket: cfg.Bucket, Prefix: cfg.Prefix, Outcome: out}
 	if err := sum.Write(stdout); err != nil {

@@ -24,7 +24,7 @@ type Outcome struct {
 
 // Run runs p on the runner named by Beam's --runner flag (the embedded
 // prism runner when unset) and waits for it to end. run is the ID Collect
-// returned. The error is the runner's (see program.Cause); the Outcome then
+// returned. The error is the runner's (see program.Format); the Outcome then
 // holds what was committed before the failure, as far as this process saw
 // it.
 func Run(ctx context.Context, p *beam.Pipeline, run string) (Outcome, error) {

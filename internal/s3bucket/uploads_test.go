@@ -1,4 +1,4 @@
-package committer_test
+package s3bucket_test
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/internal/s3bucket"
 )
 
 // TestListUploads: ListUploads finds every open upload under a folder, two
@@ -37,11 +37,11 @@ func TestListUploads(t *testing.T) {
 		all = append(all, u{k, open(k)})
 	}
 	all = append(all, want...)
-	c := newCommitter(t, e.client, committer.Options{})
+	c := newClient(t, e.client, s3bucket.Options{})
 	list := func(prefix string) []u {
 		t.Helper()
 		var got []u
-		err := c.ListUploads(ctx, e.bucket, prefix, func(page []committer.Upload) error {
+		err := c.ListUploads(ctx, e.bucket, prefix, func(page []s3bucket.Upload) error {
 			if len(page) == 0 {
 				t.Error("an empty page was handed on")
 			}
@@ -81,12 +81,12 @@ func TestListUploads(t *testing.T) {
 	}
 
 	stop := errors.New("stop")
-	if err := c.ListUploads(ctx, e.bucket, "out/", func([]committer.Upload) error { return stop }); !errors.Is(err, stop) {
+	if err := c.ListUploads(ctx, e.bucket, "out/", func([]s3bucket.Upload) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("fn's error came back as %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := c.ListUploads(cancelled, e.bucket, "out/", func([]committer.Upload) error { return nil }); err == nil {
+	if err := c.ListUploads(cancelled, e.bucket, "out/", func([]s3bucket.Upload) error { return nil }); err == nil {
 		t.Fatal("a cancelled listing succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package committer
+package s3bucket
 
 import (
 	"context"
@@ -26,15 +26,16 @@ type Upload struct {
 // holding none are skipped. Each page is one call under the Policy. It
 // reads only.
 //
-// Like the sweep, it lists from a KeyMarker instead of a Prefix (MinIO
-// matches a listing's Prefix as a whole key), keeps the keys that start
-// with prefix, and stops after the first page that ends past them.
-func (c *Committer) ListUploads(ctx context.Context, bucket, prefix string, fn func([]Upload) error) error {
+// Like the committer's sweep, it lists from a KeyMarker instead of a
+// Prefix (MinIO matches a listing's Prefix as a whole key), keeps the keys
+// that start with prefix, and stops after the first page that ends past
+// them.
+func (c *Client) ListUploads(ctx context.Context, bucket, prefix string, fn func([]Upload) error) error {
 	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}
 	if prefix != "" {
 		in.KeyMarker = aws.String(prefix)
 	}
-	err := s3call.ListUploads(ctx, c.client, c.policy(), in, func(out *s3.ListMultipartUploadsOutput) (bool, error) {
+	err := s3call.ListUploads(ctx, c.api, c.o.Policy(), in, func(out *s3.ListMultipartUploadsOutput) (bool, error) {
 		var page []Upload
 		past := false
 		for _, u := range out.Uploads {
