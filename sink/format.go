@@ -51,19 +51,19 @@ func RegisterFormat(name string, f Format) { formats.register(name, f) }
 func lookupFormat(name string) (Format, error) { return formats.lookup(name) }
 
 func init() {
-	RegisterFormat("text", Text{})
-	RegisterFormat("jsonl", JSONLines{})
+	RegisterFormat("text", textFormat{})
+	RegisterFormat("jsonl", jsonLinesFormat{})
 	RegisterFormat("csv", CSV{})
 }
 
-// Text writes strings or byte slices, one per line. A record holding '\n' is
+// textFormat writes strings or byte slices, one per line. A record holding '\n' is
 // refused: it would read back as several records.
-type Text struct{}
+type textFormat struct{}
 
 var bytesType = reflect.TypeFor[[]byte]()
 
 // CheckType accepts strings and byte slices (and types based on them).
-func (Text) CheckType(t reflect.Type) error {
+func (textFormat) CheckType(t reflect.Type) error {
 	if t.Kind() == reflect.String || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8) {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (Text) CheckType(t reflect.Type) error {
 }
 
 // Append appends elem and a newline.
-func (Text) Append(dst []byte, elem any) ([]byte, error) {
+func (textFormat) Append(dst []byte, elem any) ([]byte, error) {
 	start := len(dst)
 	switch v := elem.(type) {
 	case string:
@@ -95,15 +95,15 @@ func (Text) Append(dst []byte, elem any) ([]byte, error) {
 	return append(dst, '\n'), nil
 }
 
-func (Text) Extension() string   { return ".txt" }
-func (Text) ContentType() string { return "text/plain; charset=utf-8" }
+func (textFormat) Extension() string   { return ".txt" }
+func (textFormat) ContentType() string { return "text/plain; charset=utf-8" }
 
-// JSONLines writes each element as one line of JSON (encoding/json), so map
+// jsonLinesFormat writes each element as one line of JSON (encoding/json), so map
 // keys come out sorted and equal values give equal bytes.
-type JSONLines struct{}
+type jsonLinesFormat struct{}
 
 // CheckType refuses the kinds encoding/json cannot encode.
-func (JSONLines) CheckType(t reflect.Type) error {
+func (jsonLinesFormat) CheckType(t reflect.Type) error {
 	switch t.Kind() {
 	case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
 		return fmt.Errorf("format \"jsonl\" cannot encode a %v", t)
@@ -112,7 +112,7 @@ func (JSONLines) CheckType(t reflect.Type) error {
 }
 
 // Append appends the JSON encoding of elem and a newline.
-func (JSONLines) Append(dst []byte, elem any) ([]byte, error) {
+func (jsonLinesFormat) Append(dst []byte, elem any) ([]byte, error) {
 	b, err := json.Marshal(elem)
 	if err != nil {
 		return dst, fmt.Errorf("format \"jsonl\": %w", err)
@@ -120,8 +120,8 @@ func (JSONLines) Append(dst []byte, elem any) ([]byte, error) {
 	return append(append(dst, b...), '\n'), nil
 }
 
-func (JSONLines) Extension() string   { return ".jsonl" }
-func (JSONLines) ContentType() string { return "application/jsonl" }
+func (jsonLinesFormat) Extension() string   { return ".jsonl" }
+func (jsonLinesFormat) ContentType() string { return "application/jsonl" }
 
 // CSVRecorder is implemented by element types that choose their own CSV
 // fields.

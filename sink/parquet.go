@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	RegisterFormat("parquet", Parquet{})
+	RegisterFormat("parquet", parquetFormat{})
 }
 
 // Defaults and bounds of ParquetOptions.
@@ -61,7 +61,7 @@ func (s *settings) applyParquet(opts ParquetOptions) []string {
 	if err != nil {
 		return nil // reported with the format
 	}
-	if _, ok := f.(Parquet); !ok {
+	if _, ok := f.(parquetFormat); !ok {
 		if !opts.isZero() {
 			return []string{fmt.Sprintf("Parquet settings apply to Parquet files only, and Format is %q", s.Format)}
 		}
@@ -153,21 +153,21 @@ var (
 	metricParquetReplayedRecord = beam.NewCounter("s3once", "parquet_records_replayed")
 )
 
-// Parquet writes Go structs as Apache Parquet files, with
+// parquetFormat writes Go structs as Apache Parquet files, with
 // github.com/parquet-go/parquet-go; see the package documentation's
 // "Parquet" section for the schema, the row encoding and what makes the
 // bytes. Its settings are in Config.Parquet; it is registered as "parquet".
-type Parquet struct{}
+type parquetFormat struct{}
 
 // CheckType accepts struct types whose fields all have a deterministic
 // Parquet form, and names the first field that has none.
-func (Parquet) CheckType(t reflect.Type) error {
+func (parquetFormat) CheckType(t reflect.Type) error {
 	_, err := parquetbody.RowCodec(t)
 	return err
 }
 
 // Append appends the row encoding of elem, a struct.
-func (Parquet) Append(dst []byte, elem any) ([]byte, error) {
+func (parquetFormat) Append(dst []byte, elem any) ([]byte, error) {
 	v := reflect.ValueOf(elem)
 	if !v.IsValid() {
 		return dst, errors.New("format \"parquet\": nil element")
@@ -183,5 +183,5 @@ func (Parquet) Append(dst []byte, elem any) ([]byte, error) {
 	return dst, nil
 }
 
-func (Parquet) Extension() string   { return ".parquet" }
-func (Parquet) ContentType() string { return "application/vnd.apache.parquet" }
+func (parquetFormat) Extension() string   { return ".parquet" }
+func (parquetFormat) ContentType() string { return "application/vnd.apache.parquet" }

@@ -37,7 +37,7 @@ func BenchmarkParquetOpenFileMemory(b *testing.B) {
 	for _, rg := range []int64{8 << 20, DefaultRowGroupBytes} {
 		b.Run("row-group="+strconv.FormatInt(rg>>20, 10)+"MiB", func(b *testing.B) {
 			s := pqSettings(b, "bucket-a", "memory", func(c *Config) { c.Parquet.RowGroupBytes = rg })
-			kind, err := s.bodyKind(Parquet{}, nil)
+			kind, err := s.bodyKind(parquetFormat{}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -28,7 +28,7 @@ func encodeParquet(t testing.TB, version int, events []pqEvent) []byte {
 func writeParquet(t testing.TB, version int, rowGroup int64, events []pqEvent) (ParquetFooter, []byte) {
 	t.Helper()
 	s := pqSettings(t, "bucket-a", "stats", func(c *Config) { c.OutputVersion = version; c.Parquet.RowGroupRecords = rowGroup })
-	kind, err := s.bodyKind(Parquet{}, nil)
+	kind, err := s.bodyKind(parquetFormat{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

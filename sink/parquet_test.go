@@ -99,7 +99,7 @@ func pqEvents(n int, seed uint64) []pqEvent {
 
 func pqEncode(t testing.TB, v any) []byte {
 	t.Helper()
-	b, err := Parquet{}.Append(nil, v)
+	b, err := parquetFormat{}.Append(nil, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,23 +339,23 @@ func TestParquetRefusesTypes(t *testing.T) {
 		{reflect.TypeFor[self](), "self.Next"},
 		{reflect.TypeFor[string](), "writes structs"},
 	} {
-		err := Parquet{}.CheckType(tc.t)
+		err := parquetFormat{}.CheckType(tc.t)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want an error naming %s", tc.t, err, tc.want)
 		}
 	}
-	if err := (Parquet{}).CheckType(reflect.TypeFor[pqEvent]()); err != nil {
+	if err := (parquetFormat{}).CheckType(reflect.TypeFor[pqEvent]()); err != nil {
 		t.Errorf("pqEvent: %v", err)
 	}
 	// A tag parquet-go cannot map is an error, not a panic.
 	type badTag struct {
 		A string `parquet:"a,notanoption"`
 	}
-	if err := (Parquet{}).CheckType(reflect.TypeFor[badTag]()); err == nil {
+	if err := (parquetFormat{}).CheckType(reflect.TypeFor[badTag]()); err == nil {
 		t.Error("a bad tag passed")
 	}
 	// A zero time is refused when encoded, with a hint.
-	if _, err := (Parquet{}).Append(nil, struct{ T time.Time }{}); err == nil || !strings.Contains(err.Error(), "*time.Time") {
+	if _, err := (parquetFormat{}).Append(nil, struct{ T time.Time }{}); err == nil || !strings.Contains(err.Error(), "*time.Time") {
 		t.Errorf("zero time: %v", err)
 	}
 }

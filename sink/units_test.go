@@ -141,10 +141,10 @@ func TestFormats(t *testing.T) {
 		elem any
 		want string
 	}{
-		{Text{}, "hello", "hello\n"},
-		{Text{}, []byte("bytes"), "bytes\n"},
-		{JSONLines{}, map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}` + "\n"},
-		{JSONLines{}, order{ID: 1, Country: "fr"}, `{"id":1,"country":"fr","note":""}` + "\n"},
+		{textFormat{}, "hello", "hello\n"},
+		{textFormat{}, []byte("bytes"), "bytes\n"},
+		{jsonLinesFormat{}, map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}` + "\n"},
+		{jsonLinesFormat{}, order{ID: 1, Country: "fr"}, `{"id":1,"country":"fr","note":""}` + "\n"},
 		{CSV{}, []string{"a", "b,c", `d"e`}, "a,\"b,c\",\"d\"\"e\"\n"},
 		{CSV{}, csvRow{Name: "n", Count: -3, Ratio: 0.5, OK: true, At: at}, "n,-3,0.5,true,2024-06-01T09:00:00.000000005Z\n"},
 		{CSV{}, point{X: 2}, "p,**\n"},
@@ -161,7 +161,7 @@ func TestFormats(t *testing.T) {
 			t.Errorf("%T.Append(%v) = %q, %v; want %q", c.f, c.elem, got, err, c.want)
 		}
 	}
-	if _, err := (Text{}).Append(nil, "two\nlines"); err == nil || !strings.Contains(err.Error(), "newline") {
+	if _, err := (textFormat{}).Append(nil, "two\nlines"); err == nil || !strings.Contains(err.Error(), "newline") {
 		t.Errorf("a text record with a newline: %v", err)
 	}
 	if h := (CSV{Header: []string{"id", "total"}}).FileHeader(); string(h) != "id,total\n" {
@@ -173,7 +173,7 @@ func TestFormats(t *testing.T) {
 	if err := (CSV{}).CheckType(reflect.TypeFor[struct{ M map[string]int }]()); err == nil {
 		t.Error("a map field was accepted")
 	}
-	if err := (JSONLines{}).CheckType(reflect.TypeFor[func()]()); err == nil {
+	if err := (jsonLinesFormat{}).CheckType(reflect.TypeFor[func()]()); err == nil {
 		t.Error("a func was accepted")
 	}
 }
