@@ -50,7 +50,8 @@ type OrphanReport struct {
 	// how many of them the table's metadata names.
 	Listed, Referenced int
 	// KeptBookkeeping: s3once's own objects and other hidden objects (a
-	// path segment below the location starts with '_' or '.').
+	// path segment below the location starts with '_' or '.'), and any
+	// key the listing returned outside the location.
 	KeptBookkeeping int
 	// KeptYoung: unreferenced files younger than the safety age.
 	KeptYoung int
