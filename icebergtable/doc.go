@@ -25,6 +25,14 @@
 // footer the sink's writer wrote (sink.FileResult.Footer), never by
 // reading the file back.
 //
+// Maintenance runs beside the writers: ExpireSnapshots drops old
+// snapshots from the metadata (writing the commit markers a late retry
+// needs) and deletes nothing; RemoveOrphans deletes the files no kept
+// snapshot references once they are older than a safety age, keeping
+// s3once's markers and the files of run folders not abandoned. It lists
+// and deletes through the table's file IO itself rather than calling
+// iceberg-go's Table.DeleteOrphanFiles, which would delete the markers.
+//
 // Catalogs are iceberg-go's: the SQL catalog over SQLite (this package
 // imports the pure-Go driver modernc.org/sqlite, driver name "sqlite") for
 // one machine, REST or Glue for clusters. docs/engines.md, "Writing to an
