@@ -206,12 +206,14 @@ server: $(VERSITYGW)
 SOAK_LOOPS ?= 100
 SOAK_WORKER_KILL_LOOPS ?= 20
 SOAK_ICEBERG_LOOPS ?= 20
+SOAK_CATALOG_FAULT_LOOPS ?= 200
 SOAK_SCENARIOS ?= 400
 SOAK_WINDOW_SCENARIOS ?= 200
 soak: tools
 	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
 		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 	S3ONCE_ICEBERG_CRASH_LOOPS=$(SOAK_ICEBERG_LOOPS) $(GO) test -race -timeout 2h -run '^TestCrashLoop$$' -v ./icebergtable/
+	S3ONCE_CATALOG_FAULT_LOOPS=$(SOAK_CATALOG_FAULT_LOOPS) $(GO) test -race -timeout 8h -run '^TestFaultMatrix' -v ./icebergtable/
 	S3ONCE_WORKER_BUDGET_TEST=1 $(GO) test -race -timeout 30m -run '^TestWorkerMemoryBudget$$' -v ./bench/
 	S3ONCE_SCENARIOS=$(SOAK_SCENARIOS) $(GO) test -race -timeout 4h -run '^TestScenarios$$' -v ./internal/testkit/scenario/
 	S3ONCE_WINDOW_SCENARIOS=$(SOAK_WINDOW_SCENARIOS) $(GO) test -count=1 -timeout 2h -run '^TestWindowScenarios$$' -v ./internal/testkit/scenario/

@@ -266,7 +266,7 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 		if err != nil {
 			return Result{}, err
 		}
-		if (snap != nil || landed != nil) && remembered {
+		if (snap != nil || landed != nil) && remembered && !mutTableTrustStaleHead() {
 			if tbl, err = t.reload(ctx); err != nil {
 				return Result{}, err
 			}

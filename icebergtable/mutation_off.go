@@ -3,3 +3,5 @@
 package icebergtable
 
 func mutTableDiscardOnConflict() bool { return false }
+
+func mutTableTrustStaleHead() bool { return false }

@@ -11,3 +11,7 @@ import "github.com/s3once/s3once/internal/mutant"
 // mutTableDiscardOnConflict: a conflict answer removes the staged files
 // without a reload.
 func mutTableDiscardOnConflict() bool { return mutant.On(mutant.TableDiscardOnConflict) }
+
+// mutTableTrustStaleHead: a run found in the remembered table is reported
+// without the reload.
+func mutTableTrustStaleHead() bool { return mutant.On(mutant.TableTrustStaleHead) }

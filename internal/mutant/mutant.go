@@ -82,11 +82,16 @@ const (
 	// answered as refused (a catalog or client that retried it) loses
 	// its manifest list.
 	TableDiscardOnConflict
+	// TableTrustStaleHead: the table stage reports a run found in the
+	// table as it last committed to it, without reloading it, so a run
+	// rolled back past since is reported as in the table and never
+	// appended again.
+	TableTrustStaleHead
 )
 
 // All lists every bug, in the order of their values.
 var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota, BlindCommit,
-	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts, TableDiscardOnConflict}
+	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts, TableDiscardOnConflict, TableTrustStaleHead}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -125,6 +130,8 @@ func (b Bug) String() string {
 		return "verify-trusts-counts"
 	case TableDiscardOnConflict:
 		return "table-discard-on-conflict"
+	case TableTrustStaleHead:
+		return "table-trust-stale-head"
 	}
 	return "bugs(mixed)"
 }

@@ -1,0 +1,48 @@
+package icebergtable
+
+import (
+	"testing"
+
+	"github.com/s3once/s3once/internal/mutant"
+)
+
+// catchMutant runs loops of one fault kind and scenario with the bug
+// switched on until the independent check fails one; a mutant that
+// survives ten loops is a matrix that cannot see it.
+func catchMutant(t *testing.T, bug mutant.Bug, kind faultKind, scenario string) {
+	t.Helper()
+	if !mutant.Enabled {
+		t.Skip("mutation points exist only in builds with the s3once_mutant tag")
+	}
+	var sc faultScenario
+	for _, s := range faultScenarios {
+		if s.name == scenario {
+			sc = s
+		}
+	}
+	defer mutant.Set(bug)()
+	fx := newFaultFixture(t)
+	var tally faultTally
+	for seed := uint64(1); seed <= 10; seed++ {
+		if err := runFaultLoop(t, fx, int(seed), seed, kind, sc, &tally); err != nil {
+			t.Logf("%v caught at seed %d: %v", bug, seed, err)
+			return
+		}
+	}
+	t.Fatalf("%v survived 10 loops of %v in the %s scenario (%v): the matrix does not catch it", bug, kind, scenario, &tally)
+}
+
+// The bug of taking a conflict answer at its word (removing the round's
+// manifest list and manifests without a reload): commits answered with a
+// conflict after they landed lose their snapshot's manifest list, which
+// the matrix's check reads.
+func TestMutantFaultMatrixDiscardOnConflict(t *testing.T) {
+	catchMutant(t, mutant.TableDiscardOnConflict, faultConflictAfterApply, "retry")
+}
+
+// The bug of trusting the remembered table: a run found there is
+// reported without the reload, so a run rolled back past after its
+// commit succeeded is never appended again, and main lacks it.
+func TestMutantTableTrustStaleHead(t *testing.T) {
+	catchMutant(t, mutant.TableTrustStaleHead, faultDelay, "rollback")
+}
