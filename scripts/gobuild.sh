@@ -37,7 +37,9 @@ heartbeat() {
 	local what=$1 left n now
 	while sleep "$beat"; do
 		n=$(grep -c . "$tmp/done")
-		if [ -s "$tmp/stale" ]; then
+		if [ -e "$tmp/listing" ]; then
+			echo "  still finding what $what needs compiled ($(elapsed); an empty build cache takes a minute or two)"
+		elif [ -s "$tmp/stale" ]; then
 			left=$(grep -vxFf "$tmp/done" "$tmp/stale" | short)
 			if [ -z "$left" ]; then
 				now="linking"
@@ -88,7 +90,14 @@ build)
 	pkg=$2 out=$3
 	shift 3
 	mkdir -p "$(dirname "$out")"
+	# Listing what is stale hashes every source file, which with an empty
+	# build cache is minutes of its own on a busy machine: the heartbeat
+	# runs through it too.
+	: >"$tmp/listing"
+	heartbeat "$pkg" &
+	hb=$!
 	"$GO" list "$@" -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "$pkg" >"$tmp/stale" || exit
+	rm -f "$tmp/listing"
 	n=$(grep -c . "$tmp/stale")
 	# A main package always lists as stale (it is never installed): alone,
 	# with its binary in place, it is a relink of a second or two.
@@ -102,8 +111,6 @@ build)
 		[ "$mins" -eq 1 ] && unit=minute
 		echo "building $pkg: $n packages to compile${libs:+ ($libs among them)}; about $mins $unit on 2 free cores, seconds once built"
 	fi
-	heartbeat "$pkg" &
-	hb=$!
 	"$GO" build "$@" -v -o "$out" "$pkg" 2>&1 | progress "$n"
 	rc=${PIPESTATUS[0]}
 	[ "$n" -gt 50 ] && [ "$rc" -eq 0 ] && echo "built $out in $(elapsed)"
