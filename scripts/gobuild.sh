@@ -109,7 +109,7 @@ build)
 		grep -q modernc.org/sqlite/lib "$tmp/stale" && mins=$((mins + 3))
 		unit=minutes
 		[ "$mins" -eq 1 ] && unit=minute
-		echo "building $pkg: $n packages to compile${libs:+ ($libs among them)}; about $mins $unit on 2 free cores, seconds once built"
+		echo "building $pkg: $n packages to compile${libs:+ ($libs among them)}; about $mins $unit on 2 free cores (several times that on a busy machine), seconds once built"
 	fi
 	"$GO" build "$@" -v -o "$out" "$pkg" 2>&1 | progress "$n"
 	rc=${PIPESTATUS[0]}
