@@ -242,6 +242,9 @@ type Result struct {
 // marker says anything: a missing one costs one GET and proves nothing,
 // and the run is then appended if main's ancestry does not hold it.
 func (t *Table) Commit(ctx context.Context, runID, window string, results []sink.FileResult) (Result, error) {
+	if t.schema == nil {
+		return Result{}, fmt.Errorf("s3once iceberg: commit run %q to the table %s: %w", runID, strings.Join(t.ident, "."), errMaintenanceOnly)
+	}
 	ctx = t.withAWS(ctx)
 	bucket, prefix, err := t.RunFolder(runID)
 	if err != nil {

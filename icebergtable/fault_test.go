@@ -80,10 +80,14 @@ type faultLoop struct {
 	props map[string]string
 	cat   *faultCatalog
 	loc   string
-	story []string
+	// storyMu guards story: the two-writers scenario's writers both log.
+	storyMu sync.Mutex
+	story   []string
 }
 
 func (l *faultLoop) logf(format string, args ...any) {
+	l.storyMu.Lock()
+	defer l.storyMu.Unlock()
 	l.story = append(l.story, fmt.Sprintf(format, args...))
 }
 
