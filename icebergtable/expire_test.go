@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3once/s3once/internal/tablemarker"
 	"github.com/s3once/s3once/internal/testkit/s3test"
@@ -171,19 +172,27 @@ func mustRunFiles(t *testing.T, tbl *Table, runID string, rs []sink.FileResult) 
 	return files
 }
 
-// objects lists every key in the bucket with its ETag.
-func objects(t *testing.T, bucket string) map[string]string {
+// listBucket lists every object in the bucket.
+func listBucket(t *testing.T, bucket string) []types.Object {
 	t.Helper()
-	out := map[string]string{}
+	var out []types.Object
 	p := s3.NewListObjectsV2Paginator(srv.Client(s3test.ClientOptions{}), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range page.Contents {
-			out[aws.ToString(o.Key)] = aws.ToString(o.ETag)
-		}
+		out = append(out, page.Contents...)
+	}
+	return out
+}
+
+// objects lists every key in the bucket with its ETag.
+func objects(t *testing.T, bucket string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, o := range listBucket(t, bucket) {
+		out[aws.ToString(o.Key)] = aws.ToString(o.ETag)
 	}
 	return out
 }

@@ -27,15 +27,8 @@ func later() time.Time { return time.Now().Add(DefaultOrphanAge + time.Hour) }
 func sizes(t *testing.T, bucket string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	p := s3.NewListObjectsV2Paginator(srv.Client(s3test.ClientOptions{}), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range page.Contents {
-			out[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
-		}
+	for _, o := range listBucket(t, bucket) {
+		out[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 	}
 	return out
 }
