@@ -13,6 +13,7 @@ import (
 // message that names the problem, and writes nothing: no object, no
 // multipart upload, no side object (the preflight's probes included).
 func TestBadConfiguration(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})

@@ -197,6 +197,7 @@ func crashSeed() uint64 {
 // named and filled deterministically and commits are conditional and
 // verified; and that what the killed runs left behind is swept.
 func TestPipelineCrashLoop(t *testing.T) {
+	t.Parallel()
 	loops := envInt("S3ONCE_CRASH_LOOPS", 5)
 	base := crashSeed()
 	bin := binary(t, "pipelines/batch")

@@ -51,4 +51,9 @@
 // S3ONCE_MUTANT. S3ONCE_CRASH_LOOPS sets the number of crash loops
 // (default 5; `make soak` runs 100), S3ONCE_WORKER_KILL_LOOPS the number of
 // worker-kill loops (default 3; `make soak` runs 20).
+//
+// Every test here calls t.Parallel: each starts its own server, proxy and
+// child processes on free loopback ports and shares nothing but the built
+// children, and most of its time is spent waiting on them (timers, backoff,
+// killed and restarted jobs), so two at a time overlap their waits.
 package integration

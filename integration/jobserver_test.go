@@ -32,6 +32,7 @@ import (
 // The output must equal, byte for byte, that of a run on the embedded
 // runner.
 func TestJobServer(t *testing.T) {
+	t.Parallel()
 	batch := binary(t, "pipelines/batch")
 	streaming := binary(t, "pipelines/streaming")
 	prism, boot := jobServerBinaries(t)

@@ -19,6 +19,7 @@ import (
 // killed attempt's uploads at the committed keys, and deletes their side
 // objects, so that `s3once verify` passes with no sweep run.
 func TestVerifyAfterCrashRerun(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	tp := newTap(t, srv.Endpoint())

@@ -165,6 +165,7 @@ func committedFiles[V any](keys map[string]V) []string {
 // always (the writer commits at bundle finalization, having judged and
 // written the marker first).
 func TestSettingsMarkerBeforeFirstCommit(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	f := newBatchFixture(t, bin)
 	markerKey := ownkeys.SettingsKey(outPrefix)

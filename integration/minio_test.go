@@ -12,5 +12,6 @@ import (
 // writer SIGKILLed at random and resumed from its last durable token commits
 // the file byte-exact, and a sweep then leaves no upload or side object.
 func TestTokenRecoveryAcrossProcessDeathOnMinIO(t *testing.T) {
+	t.Parallel()
 	tokenRecovery(t, s3test.Options{Kind: s3test.MinIO}, 2)
 }

@@ -18,6 +18,7 @@ import (
 // result had been copied, so the probe was left behind silently; sink's
 // preflight deletes the probe again in its own clean-up either way.)
 func TestCommitterPreflightReportsProbeLeftBehind(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, s3test.Options{})
 	bucket := srv.Bucket(t)
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 1})

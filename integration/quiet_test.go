@@ -30,6 +30,7 @@ func errorLines(log string) []string {
 // --verbose (which turns their filter off). Both runs of each, the first
 // writing the files and the rerun keeping them, are exact.
 func TestGoodRunsLogNoError(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, s3test.Options{})
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})
 	env := childEnv(s3test.AccessKey, s3test.SecretKey)

@@ -15,6 +15,7 @@ import (
 // retries, or only once the run has failed. Whatever that run did, it left
 // no wrong object; a rerun then gives exactly the uninterrupted output.
 func TestServerCrash(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	tp := newTap(t, srv.Endpoint())

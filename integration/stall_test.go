@@ -14,6 +14,7 @@ import (
 // answering; the run goes on through the retried attempt and its output is
 // exactly that of an undisturbed run.
 func TestStalledPartUploadRetried(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	tp := newTap(t, srv.Endpoint())

@@ -19,6 +19,7 @@ var windowKey = regexp.MustCompile(`^events/kind=[a-z]+/(\d{8}T\d{6}(?:\.\d{3})?
 // Live, from an unbounded source, windows close and their files are
 // committed while it runs.
 func TestStreamingExample(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/streaming")
 	srv := s3test.Start(t, s3test.Options{})
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})

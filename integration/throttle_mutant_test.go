@@ -19,6 +19,7 @@ func mutantEnv(env []string, bug mutant.Bug) []string {
 // the run, so that test's check fails on the broken variant. Nothing is
 // wrong even so, and the clean program's rerun completes exactly.
 func TestMutantThrottleStorm(t *testing.T) {
+	t.Parallel()
 	bin := mutantBinary(t, "pipelines/batch")
 	clean := binary(t, "pipelines/batch")
 	f := newBatchFixture(t, clean)

@@ -109,6 +109,7 @@ var throttledLine = regexp.MustCompile(`throttled \(SlowDown\) calls (\d+) · an
 // storm is shorter than the default ThrottleBudget. The run's counters show
 // the throttled calls and answers, no more answers than the injector gave.
 func TestThrottleStorm(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	f := newBatchFixture(t, bin)
 	client, ref := f.client, f.ref
@@ -141,6 +142,7 @@ func TestThrottleStorm(t *testing.T) {
 // budget; no object is wrong, and a rerun after the storm completes
 // exactly, leaving nothing a sweep does not remove.
 func TestThrottleBudgetExhausted(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	f := newBatchFixture(t, bin)
 

@@ -20,6 +20,7 @@ import (
 // meant to. This is what the embedded runner cannot show: recovery from a
 // token across a process death, the tail included.
 func TestTokenRecoveryAcrossProcessDeath(t *testing.T) {
+	t.Parallel()
 	tokenRecovery(t, s3test.Options{}, max(envInt("S3ONCE_CRASH_LOOPS", 5)/2, 3))
 }
 

@@ -127,6 +127,7 @@ func (tp *toxiproxy) do(t testing.TB, method, path string, body any) []byte {
 // differ). Once the fault is removed, a rerun completes exactly, and a sweep
 // leaves nothing behind.
 func TestNetworkFaults(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	tp := newTap(t, srv.Endpoint())

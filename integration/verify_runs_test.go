@@ -65,6 +65,7 @@ func verifyJSON(t testing.TB, endpoint, bucket, prefix string, want int) verifyR
 // the program's Shards (2). The program starts its own server on a data
 // folder and stops it; the test then serves that folder and verifies it.
 func TestVerifyMakeRunFolder(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "cmd/s3once-run")
 	data := t.TempDir()
 	env := childEnv(s3test.AccessKey, s3test.SecretKey)
@@ -140,6 +141,7 @@ func committedFilesUnder(objects map[string][]byte, prefix string) []string {
 //     manifest, shards-mixed by the listing); had the rerun committed
 //     nothing, verify must pass.
 func TestVerifyAfterChangedRerunAlways(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})

@@ -18,6 +18,7 @@ import (
 // passes with --read, which reads and decodes every file and counts its
 // records; it fails once a file the manifest lists is gone.
 func TestVerifyAfterRuns(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	srv := s3test.Start(t, s3test.Options{})
 	client := srv.Client(s3test.ClientOptions{MaxAttempts: 3})

@@ -20,6 +20,7 @@ import (
 // committed, proves nothing either way and is run again, up to three
 // times.
 func TestMutantWorkerKillBlindCommit(t *testing.T) {
+	t.Parallel()
 	rig := newKillRig(t, mutantBinary(t, "pipelines/batch"), mutantEnv(nil, mutant.BlindCommit))
 	base := crashSeed()
 	for i := range 3 {

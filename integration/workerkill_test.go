@@ -68,6 +68,7 @@ func (a killAttempt) String() string {
 // run committed and the next must keep those files.
 // S3ONCE_WORKER_KILL_LOOPS sets the number of loops (make soak: 20).
 func TestWorkerKillLoop(t *testing.T) {
+	t.Parallel()
 	loops := envInt("S3ONCE_WORKER_KILL_LOOPS", 3)
 	base := crashSeed()
 	rig := newKillRig(t, binary(t, "pipelines/batch"), nil)

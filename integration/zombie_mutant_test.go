@@ -17,6 +17,7 @@ import (
 // the test looks at the answer and the modification time, not only at the
 // bytes.
 func TestMutantZombieNoIfNoneMatch(t *testing.T) {
+	t.Parallel()
 	t.Skip("the rerun's manifest stage now aborts the zombie's upload (a left-over at a committed key) before its held completion lands, so this zombie can no longer show a completion without If-None-Match; the mutant needs a test whose late completion lands before the clean-up")
 	bin := mutantBinary(t, "pipelines/batch")
 	clean := binary(t, "pipelines/batch")

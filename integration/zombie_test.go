@@ -325,6 +325,7 @@ func modTimes(t *testing.T, c *s3.Client, bucket string) map[string]time.Time {
 // no committed object is replaced (a late completion is refused with 412,
 // If-None-Match), and a sweep removes whatever the zombie left.
 func TestZombieWriter(t *testing.T) {
+	t.Parallel()
 	bin := binary(t, "pipelines/batch")
 	f := newBatchFixture(t, bin)
 	for _, ph := range zombiePhases {
