@@ -72,6 +72,9 @@ type Table struct {
 	// beforeCommit, when set, runs between staging a round's transaction
 	// and committing it (tests: another writer commits there).
 	beforeCommit func()
+	// afterCompactWrite, when set, runs after Compact wrote its n-th file
+	// (tests: a crash there).
+	afterCompactWrite func(n int)
 
 	// mu guards head and loaded.
 	mu sync.Mutex
