@@ -204,10 +204,12 @@ func (t *Table) Compact(ctx context.Context, c Compaction) (CompactionReport, er
 		return fail("%w", err)
 	}
 	bucket := s3bucket.New(client, s3bucket.Options{})
+	t.compactStep("plan", 0)
 	plan, err := t.plan(ctx, tbl, fsys, bucket, c)
 	if err != nil {
 		return fail("%w", err)
 	}
+	t.compactStep("planned", 0)
 	if len(plan.Groups) == 0 {
 		return rep, nil
 	}
@@ -290,6 +292,12 @@ func (t *Table) Compact(ctx context.Context, c Compaction) (CompactionReport, er
 		}
 		rep.SnapshotID = committed.CurrentSnapshot().SnapshotID
 		return rep, nil
+	}
+}
+
+func (t *Table) compactStep(step string, n int) {
+	if t.onCompact != nil {
+		t.onCompact(step, n)
 	}
 }
 
@@ -557,9 +565,7 @@ func (t *Table) writeGroups(ctx context.Context, fsys icebergio.IO, client *s3.C
 			if err := t.writeGroup(ctx, fsys, w, cm, g); err != nil {
 				return nil, err
 			}
-			if t.afterCompactWrite != nil {
-				t.afterCompactWrite(len(out) + 1)
-			}
+			t.compactStep("written", len(out)+1)
 			if r, found, err = readFooter(fsys, uri); err != nil {
 				return nil, err
 			} else if !found {

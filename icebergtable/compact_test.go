@@ -338,7 +338,11 @@ func TestCompactBesideAppender(t *testing.T) {
 	var appended []sink.FileResult
 	m := openByDay(t, cat)
 	written := 0
-	m.afterCompactWrite = func(int) { written++ }
+	m.onCompact = func(step string, _ int) {
+		if step == "written" {
+			written++
+		}
+	}
 	m.beforeCommit = func() {
 		if appended == nil {
 			appended = appendSmall(t, client, tbl, "run-2", second, 10)
