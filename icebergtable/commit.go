@@ -72,6 +72,10 @@ type Table struct {
 	// beforeCommit, when set, runs between staging a round's transaction
 	// and committing it (tests: another writer commits there).
 	beforeCommit func()
+	// onCompact, when set, runs at Compact's steps: "plan" before the plan
+	// is read or made, "planned" once it holds, "written" after its n-th
+	// file is written (tests: a crash there).
+	onCompact func(step string, n int)
 
 	// mu guards head and loaded.
 	mu sync.Mutex

@@ -25,7 +25,10 @@
 // footer the sink's writer wrote (sink.FileResult.Footer), never by
 // reading the file back.
 //
-// Maintenance runs beside the writers: ExpireSnapshots drops old
+// Maintenance runs beside the writers: Compact rewrites each partition's
+// small files into files of a target size as one snapshot, exactly once
+// per compaction id, under <table location>/compacted/<id>/;
+// ExpireSnapshots drops old
 // snapshots from the metadata (writing the commit markers a late retry
 // needs) and deletes nothing; RemoveOrphans deletes the files no kept
 // snapshot references once they are older than a safety age, keeping

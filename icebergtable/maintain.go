@@ -15,8 +15,8 @@ import (
 // opened.
 var errMaintenanceOnly = errors.New("the table was opened for maintenance (OpenForMaintenance), without a record type: open it with Open to commit")
 
-// OpenForMaintenance loads an existing table for ExpireSnapshots and
-// RemoveOrphans. A maintenance job (a cron job, the s3once-table command)
+// OpenForMaintenance loads an existing table for Compact,
+// ExpireSnapshots and RemoveOrphans. A maintenance job (a cron job, the s3once-table command)
 // knows the table by its name, not by a program's record type, so no
 // schema is checked; a Table opened so refuses Commit. ctx carries the S3
 // settings of the table's file IO (WithS3), as for Open. A missing table

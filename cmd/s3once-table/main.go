@@ -1,8 +1,10 @@
 // Command s3once-table maintains an Iceberg table that s3once appends to,
-// beside its live writers: it expires old snapshots and removes orphan
-// files, as icebergtable's Table.ExpireSnapshots and Table.RemoveOrphans
-// do (docs/engines.md, "Maintenance").
+// beside its live writers: it compacts small files, expires old snapshots
+// and removes orphan files, as icebergtable's Table.Compact,
+// Table.ExpireSnapshots and Table.RemoveOrphans do (docs/engines.md,
+// "Maintenance").
 //
+//	s3once-table compact --catalog-uri file:/var/lib/lake/catalog.db --table lake.events --id 2024-06-01T10
 //	s3once-table expire --catalog-uri file:/var/lib/lake/catalog.db --table lake.events --retain-last 100 --older-than 168h
 //	s3once-table remove-orphans --catalog-uri file:/var/lib/lake/catalog.db --table lake.events --older-than 72h --dry-run
 //
@@ -57,8 +59,12 @@ type list []string
 func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
-const usage = `usage: s3once-table expire|remove-orphans --table NS.TABLE (--catalog-uri URI | --catalog-prop K=V...) [flags]
+const usage = `usage: s3once-table compact|expire|remove-orphans --table NS.TABLE (--catalog-uri URI | --catalog-prop K=V...) [flags]
 
+  compact         rewrite each partition's small files (at least --min-files
+                  under --target-bytes) into files of about --target-bytes, as
+                  one snapshot, exactly once per --id: a rerun with the same id
+                  finishes or finds it and adds nothing
   expire          expire snapshots older than --older-than, keeping at least
                   --retain-last (and the current one, and every branch and tag
                   head); writes the run markers that keep expired run ids
@@ -73,7 +79,7 @@ flags:
 
 // run is the command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "expire" && args[0] != "remove-orphans") {
+	if len(args) == 0 || (args[0] != "compact" && args[0] != "expire" && args[0] != "remove-orphans") {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
@@ -96,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	olderThan := fs.Duration("older-than", defaultAge, "the age past which a snapshot is expired, or an orphan file deleted")
 	retain := fs.Int("retain-last", 100, "expire: the number of newest snapshots of main always kept")
 	dryRun := fs.Bool("dry-run", false, "remove-orphans: report, delete nothing")
+	id := fs.String("id", "", "compact: the compaction's id (required; the same id on a retry)")
+	target := fs.Int64("target-bytes", icebergtable.DefaultTargetFileBytes, "compact: the size compacted files are packed to")
+	minFiles := fs.Int("min-files", icebergtable.DefaultMinFiles, "compact: the small files a partition needs to be compacted")
 	fs.Var(&abandon, "abandon-run", "remove-orphans: a run id whose run folder's unreferenced files may go (repeatable)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args[1:]); err != nil {
@@ -103,6 +112,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 || *tableName == "" || (*catalogURI == "" && len(props) == 0) {
 		fmt.Fprintln(stderr, "s3once-table: give --table and the catalog (--catalog-uri, or --catalog-prop), and no other arguments")
+		return 2
+	}
+	if cmd == "compact" && *id == "" {
+		fmt.Fprintln(stderr, "s3once-table compact: give the compaction an --id (the same one when you run it again)")
 		return 2
 	}
 	if *catalogURI != "" {
@@ -128,6 +141,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	switch cmd {
+	case "compact":
+		rep, err := tbl.Compact(ctx, icebergtable.Compaction{ID: *id, TargetFileBytes: *target, MinFiles: *minFiles})
+		if err != nil {
+			return fail(err)
+		}
+		switch {
+		case rep.Landed:
+			fmt.Fprintf(stdout, "compaction %s of %s had landed in snapshot %d (%d files replaced by %d); nothing done\n", *id, *tableName, rep.SnapshotID, rep.FilesRead, rep.FilesWritten)
+		case rep.SnapshotID == 0:
+			fmt.Fprintf(stdout, "compaction %s of %s: no partition holds %d files under %d bytes; nothing done\n", *id, *tableName, *minFiles, *target)
+		default:
+			fmt.Fprintf(stdout, "compaction %s of %s: %d files (%d bytes) in %d partitions replaced by %d in snapshot %d; %d rounds refused by other writers\n",
+				*id, *tableName, rep.FilesRead, rep.BytesRewritten, rep.Partitions, rep.FilesWritten, rep.SnapshotID, rep.Refused)
+		}
 	case "expire":
 		rep, err := tbl.ExpireSnapshots(ctx, icebergtable.Expiry{OlderThan: *olderThan, RetainLast: *retain})
 		if err != nil {

@@ -135,12 +135,34 @@ func TestExpireAndRemoveOrphans(t *testing.T) {
 	}
 }
 
+// The command compacts the table's small files (one per run) into one, as
+// one snapshot; a rerun with the same id finds it and adds nothing.
+func TestCompact(t *testing.T) {
+	f := newTableFixture(t, "day-1", "day-2", "day-3")
+	args := append([]string{"compact", "--id", "c-1", "--min-files", "2", "--target-bytes", "1048576"}, f.common...)
+	code, out, errOut := runCmd(t, args...)
+	if code != 0 || !strings.HasPrefix(out, "compaction c-1 of lake.events: 3 files") || !strings.Contains(out, "in 1 partitions replaced by 1 in snapshot") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("compact: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n := f.snapshots(t); n != 4 {
+		t.Errorf("after compact the table has %d snapshots, want 4", n)
+	}
+	code, out, errOut = runCmd(t, args...)
+	if code != 0 || !strings.HasPrefix(out, "compaction c-1 of lake.events had landed in snapshot") {
+		t.Fatalf("compact again: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n := f.snapshots(t); n != 4 {
+		t.Errorf("a rerun of the compaction: %d snapshots, want 4", n)
+	}
+}
+
 // Usage mistakes exit 2 before any catalog or S3 call; a missing table
 // exits 1 with one line naming it.
 func TestUsageAndMissingTable(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
 		{"compact"},
+		{"compact", "--table", "t", "--catalog-uri", "file:x.db"},
 		{"expire"},
 		{"expire", "--table", "lake.events"},
 		{"expire", "--catalog-uri", "file:x.db"},
