@@ -113,7 +113,8 @@ fuzz:
 # three and a half minutes a round for the floor group (6 pipelines of each
 # of 6 sides at 1e5 and 1e6 records; the naive shuffle at 1e6 is half of
 # it) and the table-commit group (1,000 snapshots set up, then 3 windows of
-# 64 MiB), so about an hour in all;
+# 64 MiB), and the table's aging, expiry, catalog-latency and peer-shape
+# groups (about 5 minutes a round), so about an hour and a half in all;
 # `make bench-quick` is a smoke run of a few minutes (fewer rounds, smaller
 # sizes).
 BENCH_OUT := bench-out

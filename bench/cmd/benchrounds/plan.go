@@ -47,7 +47,7 @@ var plans = map[string]struct {
 	rounds int
 	groups []group
 }{
-	"full": {6, []group{
+	"full": {6, append([]group{
 		uploadGroup([]string{"size=64MiB", "size=256MiB", "size=1GiB"}, map[string]string{"size=64MiB": "3x"}),
 		turnsGroup([]string{"size=64MiB", "size=256MiB", "size=1GiB"}, turnsTimes),
 		checkpointGroup("size=1GiB"),
@@ -59,7 +59,7 @@ var plans = map[string]struct {
 		parquetGroup("records=100000", "records=1000000"),
 		partitionCheckGroup("files=10000", "files=1000000"),
 		tableCommitGroup(),
-	}},
+	}, tableAgingGroups()...)},
 	// The stream's checks alone (make bench-stream), in twice the full
 	// plan's rounds: its ratios against the ceiling sit near their goal, and
 	// an interval narrow enough to clear it takes more rounds than the full
@@ -222,6 +222,28 @@ func tableCommitGroup() group {
 		times:     map[string]string{"BenchmarkTableCommit": "3x"},
 		benchstat: [][]string{{}},
 	}
+}
+
+// tableAgingGroups measure the table as it ages and under catalog
+// latency (package icebergtable): a commit at 100, 1,000 and 10,000
+// snapshots (BenchmarkCommitAging, 10 commits each, about a minute), a
+// commit after expiry of 10,000 snapshots against a fresh table's
+// (BenchmarkCommitAfterExpiry, 10 of each; its expiry takes about a
+// minute), a streaming pipeline under catalog latency
+// (BenchmarkCatalogLatency, four latencies of about 15 s each) and the
+// peer's record shape (BenchmarkPeerShape, 3 runs of 200,000 records).
+func tableAgingGroups() []group {
+	var gs []group
+	for _, b := range []struct{ name, bench, times string }{
+		{"table-aging", "BenchmarkCommitAging", "10x"},
+		{"table-expiry", "BenchmarkCommitAfterExpiry", "10x"},
+		{"table-latency", "BenchmarkCatalogLatency", "1x"},
+		{"table-peer", "BenchmarkPeerShape", "3x"},
+	} {
+		gs = append(gs, group{name: b.name, bench: b.bench, pkg: "icebergtable",
+			times: map[string]string{b.bench: b.times}, benchstat: [][]string{{}}})
+	}
+	return gs
 }
 
 // A check is one line of the summary: a ratio between two benchmarks with
