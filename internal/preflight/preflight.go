@@ -176,7 +176,7 @@ func (p *prober) run(ctx context.Context) {
 	})
 
 	// The folder's settings marker: a folder written with other
-	// byte-affecting settings is refused up front (settings_marker.go).
+	// byte-affecting settings is refused up front (Target.CheckFolder).
 	p.checkSettings(ctx)
 
 	// 2. A file's upload under the output prefix, never completed.
@@ -231,7 +231,7 @@ func (p *prober) run(ctx context.Context) {
 	}
 
 	// The bucket's own settings: encryption required, versioning, Object
-	// Lock, owner (preflight_bucket.go).
+	// Lock, owner (bucket.go).
 	p.checkBucketSettings(ctx)
 
 	// 4. A commit: complete an upload with If-None-Match: *, look at it,
