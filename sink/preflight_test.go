@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3once/s3once/committer"
 	"github.com/s3once/s3once/errcode"
-	"github.com/s3once/s3once/internal/testkit/s3fault"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
 
@@ -171,188 +170,32 @@ func TestPreflightUnusableConfig(t *testing.T) {
 	}
 }
 
-// denyAPI answers some operations with 403 AccessDenied, as a bucket policy
-// would, and strips If-None-Match when asked to, as a server that ignores
-// it would.
-type denyAPI struct {
-	s3API
-	deny        map[s3fault.Op]bool
-	ignoreCondn bool
-}
-
-func (d *denyAPI) denied(op s3fault.Op) error {
-	if d.deny[op] {
-		return s3fault.APIError(op, http.StatusForbidden, "AccessDenied", "Access Denied")
-	}
-	return nil
-}
-
-func (d *denyAPI) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	if err := d.denied(s3fault.UploadPart); err != nil {
-		return nil, err
-	}
-	return d.s3API.UploadPart(ctx, in, o...)
-}
-
-func (d *denyAPI) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	if err := d.denied(s3fault.DeleteObject); err != nil {
-		return nil, err
-	}
-	return d.s3API.DeleteObject(ctx, in, o...)
-}
-
-func (d *denyAPI) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	if err := d.denied(s3fault.HeadObject); err != nil {
-		return nil, err
-	}
-	return d.s3API.HeadObject(ctx, in, o...)
-}
-
-func (d *denyAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	if d.ignoreCondn {
-		cp := *in
-		cp.IfNoneMatch = nil
-		in = &cp
-	}
-	return d.s3API.PutObject(ctx, in, o...)
-}
-
-func (d *denyAPI) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	if d.ignoreCondn {
-		cp := *in
-		cp.IfNoneMatch = nil
-		in = &cp
-	}
-	return d.s3API.CompleteMultipartUpload(ctx, in, o...)
-}
-
-func testSettings(t *testing.T, bucket, prefix string) settings {
-	t.Helper()
-	s, err := testConfig(bucket, prefix).settings()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// Every refused call is reported, each with the permission it needs, and
-// the probes are still removed.
-func TestPreflightReportsEveryDeniedCall(t *testing.T) {
+// The client the sink builds for itself (Preflight's, the workers') carries
+// the request settings: under another owner, versitygw refuses its calls.
+func TestSinkClientCarriesRequestSettings(t *testing.T) {
 	bucket := srv.Bucket(t)
-	api := &denyAPI{s3API: testClient(), deny: map[s3fault.Op]bool{
-		s3fault.HeadObject:   true,
-		s3fault.UploadPart:   true,
-		s3fault.DeleteObject: true,
+	cfg := testConfig(bucket, "out")
+	cfg.ExpectedBucketOwner = "444455556666"
+	if err := Preflight(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("preflight under another owner through the sink's own client: %v, want AccessDenied", err)
+	}
+	cfg.ExpectedBucketOwner = s3test.AccessKey
+	if err := Preflight(context.Background(), cfg); err != nil {
+		t.Errorf("preflight under the right owner: %v", err)
+	}
+}
+
+// A problem reads as one line: the check, its target, the failure without
+// the SDK's request ids, the permission it needs and the hint.
+func TestPreflightProblemString(t *testing.T) {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 403}}
+	err := &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}},
+		RequestID:     "REQ123",
 	}}
-	s := testSettings(t, bucket, "out")
-	err := preflight(preflightContext(t), api, s, &PreflightError{Bucket: bucket})
-	pe := preflightError(t, err)
-	perms := map[string]int{}
-	for _, p := range pe.Problems {
-		perms[p.Permission]++
-	}
-	// UploadPart is refused twice: under the output prefix and under the
-	// staging prefix (where the completion probe then cannot run, nor the
-	// HEAD of the object it would have made).
-	want := map[string]int{"s3:GetObject": 1, "s3:PutObject": 2, "s3:DeleteObject": 1}
-	for perm, n := range want {
-		if perms[perm] != n {
-			t.Errorf("%d problems need %s, want %d (problems: %+v)", perms[perm], perm, n, pe.Problems)
-		}
-	}
-	if len(pe.Problems) != 4 {
-		t.Errorf("got %d problems, want 4", len(pe.Problems))
-	}
-	// The side object the denied DeleteObject left is removed by the
-	// DeleteObjects of the clean-up.
-	if len(pe.Leftovers) != 0 {
-		t.Errorf("leftovers: %v", pe.Leftovers)
-	}
-	checkEmpty(t, bucket)
-}
-
-// A server that ignores If-None-Match fails the preflight, for PutObject and
-// for CompleteMultipartUpload.
-func TestPreflightConditionalWritesIgnored(t *testing.T) {
-	bucket := srv.Bucket(t)
-	api := &denyAPI{s3API: testClient(), ignoreCondn: true}
-	err := preflight(preflightContext(t), api, testSettings(t, bucket, "out"), &PreflightError{Bucket: bucket})
-	pe := preflightError(t, err)
-	if !errors.Is(err, committer.ErrConditionalWritesUnsupported) {
-		t.Error("error does not wrap committer.ErrConditionalWritesUnsupported")
-	}
-	var complete, put bool
-	for _, p := range pe.Problems {
-		complete = complete || strings.Contains(p.Check, "second completion")
-		put = put || strings.Contains(p.Check, "conditional PutObject")
-	}
-	if !complete || !put {
-		t.Errorf("want both the completion and the PutObject probes reported, got %+v", pe.Problems)
-	}
-	checkEmpty(t, bucket)
-}
-
-// Every probe is removed when the caller's context ends halfway.
-func TestPreflightCancelledCleansUp(t *testing.T) {
-	bucket := srv.Bucket(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	api := &cancelAfter{s3API: testClient(), cancel: cancel}
-	err := preflight(ctx, api, testSettings(t, bucket, "out"), &PreflightError{Bucket: bucket})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("got %v, want a cancelled preflight", err)
-	}
-	checkEmpty(t, bucket)
-	if out, lerr := testClient().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}); lerr == nil && len(out.Uploads) > 0 {
-		t.Errorf("uploads left: %d", len(out.Uploads))
-	}
-}
-
-// cancelAfter cancels the context right after the first part is uploaded,
-// while an upload is open.
-type cancelAfter struct {
-	s3API
-	cancel context.CancelFunc
-}
-
-func (c *cancelAfter) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	out, err := c.s3API.UploadPart(ctx, in, o...)
-	c.cancel()
-	return out, err
-}
-
-// TestPreflightOneAttemptPerProbe: each probe is made once. A probe whose
-// call fails as a transient failure would (the request never sent, or its
-// answer lost) is reported at once, not made again: the call after it in
-// the log is never the same call, and the preflight fails.
-func TestPreflightOneAttemptPerProbe(t *testing.T) {
-	// Not AbortMultipartUpload: the clean-up aborts an upload whose probe
-	// failed to, as it removes every probe's leftovers.
-	ops := []s3fault.Op{s3fault.ListObjectsV2, s3fault.CreateMultipartUpload, s3fault.UploadPart, s3fault.ListParts,
-		s3fault.HeadObject, s3fault.GetObject, s3fault.PutObject, s3fault.DeleteObject, s3fault.CompleteMultipartUpload}
-	for _, op := range ops {
-		for _, kind := range []s3fault.Kind{s3fault.BeforeSend, s3fault.LostResponse} {
-			t.Run(fmt.Sprintf("%s-%v", op, kind), func(t *testing.T) {
-				bucket := srv.Bucket(t)
-				f := s3fault.New(testClient())
-				f.On(op, s3fault.Nth(1, kind))
-				if err := preflight(preflightContext(t), f, testSettings(t, bucket, "out"), &PreflightError{Bucket: bucket}); err == nil {
-					t.Fatalf("the preflight passed although its first %s failed", op)
-				}
-				calls := f.Calls()
-				failed := -1
-				for i, c := range calls {
-					if c.Op == op && c.N == 1 {
-						failed = i
-					}
-				}
-				if failed < 0 {
-					t.Fatalf("the preflight made no %s call", op)
-				}
-				if next := failed + 1; next < len(calls) && calls[next].Op == op && calls[next].Key == calls[failed].Key {
-					t.Errorf("the failed %s of %s was made again", op, calls[failed].Key)
-				}
-			})
-		}
+	p := PreflightProblem{Check: "put a side object", Target: "s3://b/k", Permission: "s3:PutObject", Hint: "grant it", Err: err}
+	want := "put a side object (s3://b/k): S3 PutObject answered HTTP 403 AccessDenied: Access Denied [needs s3:PutObject]; grant it"
+	if got := p.String(); got != want {
+		t.Errorf("String = %q, want %q", got, want)
 	}
 }

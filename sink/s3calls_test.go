@@ -22,39 +22,47 @@ import (
 
 const s3Package = "github.com/aws/aws-sdk-go-v2/service/s3"
 
-// TestNoS3CallsInSink type-checks the sink's non-test files and fails on
-// any method of an S3 client used in them: every call, the preflight's
-// probes included, goes through the committer, under a Policy and s3call's
-// error table. A use is a method of the AWS SDK's *s3.Client, paginator or
+// TestNoS3CallsInSink type-checks the non-test files of the sink and of
+// internal/preflight and fails on any method of an S3 client used in them:
+// every call, the preflight's probes included, goes through the committer
+// or s3call.Probes, under a Policy and s3call's error table. A use is a method of the AWS SDK's *s3.Client, paginator or
 // waiter, a method of an interface whose method set holds an S3 operation
 // (committer.S3, recoverable.S3, or one declared here), or a paginator or
 // waiter built from the s3 package. TestS3CallsCheckCatches shows that the
 // check finds each kind.
 func TestNoS3CallsInSink(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sources []string
-	for _, f := range files {
-		// The files of this build: the race and platform variants of a
-		// file are checked in the builds that take them.
-		if ok, err := build.Default.MatchFile(".", f); err != nil {
+	// The preflight's probes moved to internal/preflight: the same holds
+	// there.
+	for _, dir := range []string{".", "../internal/preflight"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
 			t.Fatal(err)
-		} else if ok && !strings.HasSuffix(f, "_test.go") {
-			sources = append(sources, f)
 		}
-	}
-	uses, err := s3Uses(".", sources)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bad []string
-	for _, u := range uses {
-		bad = append(bad, u.String())
-	}
-	if len(bad) > 0 {
-		t.Errorf("S3 calls in the sink; call the committer instead:\n%s", strings.Join(bad, "\n"))
+		var sources []string
+		for _, f := range files {
+			f = filepath.Base(f)
+			// The files of this build: the race and platform variants of a
+			// file are checked in the builds that take them.
+			if ok, err := build.Default.MatchFile(dir, f); err != nil {
+				t.Fatal(err)
+			} else if ok && !strings.HasSuffix(f, "_test.go") {
+				sources = append(sources, f)
+			}
+		}
+		if len(sources) == 0 {
+			t.Fatalf("no Go files in %s: the check looks in the wrong place", dir)
+		}
+		uses, err := s3Uses(dir, sources)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bad []string
+		for _, u := range uses {
+			bad = append(bad, u.String())
+		}
+		if len(bad) > 0 {
+			t.Errorf("S3 calls in %s; call the committer or s3call instead:\n%s", dir, strings.Join(bad, "\n"))
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package sink
+package preflight
 
 import (
 	"errors"
@@ -9,14 +9,14 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// briefS3Error is err's message with the AWS SDK's account of a refused
-// call cut to what a person acts on: "S3 ListObjectsV2 answered HTTP 403
+// Brief is err's message with the AWS SDK's account of a refused call cut
+// to what a person acts on: "S3 ListObjectsV2 answered HTTP 403
 // SignatureDoesNotMatch: <the server's message>". The SDK's own form says
 // "https response error" whatever the endpoint's scheme and carries the
 // request and host ids, which only the provider's support asks for; they
 // stay in the error value (errors.As finds the SDK's types). Any other
 // error reads as it is.
-func briefS3Error(err error) string {
+func Brief(err error) string {
 	s := err.Error()
 	var op *smithy.OperationError
 	var api smithy.APIError

@@ -1,4 +1,4 @@
-package sink
+package preflight
 
 // The preflight's look at the bucket's own settings: whether it requires
 // encryption headers, whether it keeps versions or locks objects, and
@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
+	"github.com/s3once/s3once/internal/s3req"
 )
 
 // checkBucketSettings runs after the writing calls were probed.
@@ -25,7 +26,7 @@ func (p *prober) checkBucketSettings(ctx context.Context) {
 }
 
 // denied reports whether a recorded problem is a refusal (403).
-func denied(pr PreflightProblem) bool {
+func denied(pr Problem) bool {
 	return s3call.CodeOf(pr.Err) == s3call.AccessDenied
 }
 
@@ -36,27 +37,27 @@ func denied(pr PreflightProblem) bool {
 // ExpectedBucketOwner that does not own the bucket.
 func (p *prober) explainRefusals(ctx context.Context) {
 	var refused []int
-	for i, pr := range p.pe.Problems {
+	for i, pr := range p.r.Problems {
 		if denied(pr) && (strings.HasPrefix(pr.Check, "create a multipart upload") || strings.HasPrefix(pr.Check, "put a side object")) {
 			refused = append(refused, i)
 		}
 	}
-	req := p.s.Requests
+	req := p.t
 	if req.ExpectedBucketOwner != "" {
-		for i, pr := range p.pe.Problems {
+		for i, pr := range p.r.Problems {
 			if denied(pr) {
-				p.pe.Problems[i].Hint = joinHint(pr.Hint, fmt.Sprintf("or the bucket's owner is not Config.ExpectedBucketOwner %s (S3 refuses every call naming another owner)", req.ExpectedBucketOwner))
+				p.r.Problems[i].Hint = joinHint(pr.Hint, fmt.Sprintf("or the bucket's owner is not Config.ExpectedBucketOwner %s (S3 refuses every call naming another owner)", req.ExpectedBucketOwner))
 			}
 		}
 	}
-	if len(refused) == 0 || req.customerKey() {
+	if len(refused) == 0 || req.CustomerKey {
 		return
 	}
-	for _, mode := range []string{EncryptionSSEKMS, EncryptionSSES3} {
+	for _, mode := range []string{s3req.SSEKMS, s3req.SSES3} {
 		if mode == req.Encryption {
 			continue
 		}
-		key := ownkeys.PreflightSideKey(p.s.StagingPrefix, p.id+"-sse")
+		key := ownkeys.PreflightSideKey(p.t.StagingPrefix, p.id+"-sse")
 		body := []byte("s3once preflight encryption probe; safe to delete\n")
 		if err := p.probes.Put(ctx, key, body, false, mode); err != nil {
 			continue
@@ -67,8 +68,8 @@ func (p *prober) explainRefusals(ctx context.Context) {
 			what = "with Encryption " + req.Encryption
 		}
 		for _, i := range refused {
-			p.pe.Problems[i].Permission = ""
-			p.pe.Problems[i].Hint = joinHint(p.pe.Problems[i].Hint,
+			p.r.Problems[i].Permission = ""
+			p.r.Problems[i].Hint = joinHint(p.r.Problems[i].Hint,
 				fmt.Sprintf("the bucket refuses uploads %s and takes them with x-amz-server-side-encryption: %s (a bucket policy requires it): set Config.Encryption to %q", what, mode, mode))
 		}
 		return
@@ -95,8 +96,8 @@ func (p *prober) checkVersioning(ctx context.Context) {
 	if !p.probes.ReadsBucketSettings() {
 		return
 	}
-	bucket := p.s.Bucket
-	versioned := p.s.Requests.VersionedBucket
+	bucket := p.t.Bucket
+	versioned := p.t.VersionedBucket
 	status, err := p.probes.Versioning(ctx)
 	if err != nil {
 		if versioned {
@@ -120,7 +121,7 @@ func (p *prober) checkVersioning(ctx context.Context) {
 			"set Config.VersionedBucket, so that the clean-up and the sweep remove the old versions of s3once's side objects and probes; without it each one stays as a billed noncurrent version",
 			fmt.Errorf("versioning is %s on the bucket", status))
 	case versioned:
-		staging := ownkeys.Folder(p.s.StagingPrefix)
+		staging := ownkeys.Folder(p.t.StagingPrefix)
 		p.check(ctx, "list object versions under the staging prefix", bucket, staging, "s3:ListBucketVersions", func(ctx context.Context) error {
 			return p.probes.ListVersions(ctx, staging)
 		})
