@@ -227,6 +227,12 @@ func (t *Table) Compact(ctx context.Context, c Compaction) (CompactionReport, er
 	if err != nil {
 		return fail("%w", err)
 	}
+	if t.outputsLive(plan, live) {
+		// Landed, and its snapshot since expired: the table holds the
+		// outputs, which only this compaction's replace adds.
+		rep.Landed = true
+		return rep, nil
+	}
 	if err := t.checkPlan(tbl, plan, live, c.ID); err != nil {
 		return rep, err
 	}
@@ -360,6 +366,18 @@ func liveDataFiles(tbl *table.Table, fsys icebergio.IO) (map[string]iceberg.Data
 		}
 	}
 	return live, nil
+}
+
+// outputsLive reports whether the table holds every file the plan
+// writes live: the compaction landed (its snapshot may since have been
+// expired, so the summary look-up missed it).
+func (t *Table) outputsLive(plan compactionPlan, live map[string]iceberg.DataFile) bool {
+	for _, g := range plan.Groups {
+		if _, ok := live["s3://"+t.bucket+"/"+g.Output]; !ok {
+			return false
+		}
+	}
+	return len(plan.Groups) > 0
 }
 
 // checkPlan refuses a plan that names an input the table no longer holds

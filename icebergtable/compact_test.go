@@ -318,7 +318,31 @@ func TestCompact(t *testing.T) {
 	if !again.Landed || again.SnapshotID != rep.SnapshotID || len(snapshots(t, cat)) != before+1 {
 		t.Fatalf("a rerun: %+v; want it found landed in snapshot %d, nothing added", again, rep.SnapshotID)
 	}
-	t.Logf("%d files in 3 partitions (and 2 late) → %d live files; %d bytes rewritten in %v; a rerun added nothing", filesBefore, len(chk.live), rep.BytesRewritten, took.Round(time.Millisecond))
+
+	// Its snapshot expired (one more append, then only the newest kept):
+	// a late rerun finds the outputs live and adds nothing.
+	later := events(7000, 10)
+	for i := range later {
+		later[i].At = time.Date(2024, 6, 10, 1, 0, 0, i, time.UTC)
+	}
+	appendSmall(t, client, tbl, "run-3", later, 10)
+	if _, err := m.ExpireSnapshots(ctx, Expiry{RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snapshots(t, cat) {
+		if s.Summary != nil && s.Summary.Properties[PropCompactionID] == "c-1" {
+			t.Fatal("the compaction's snapshot is still in the table after expiry")
+		}
+	}
+	kept := len(snapshots(t, cat))
+	late2, err := m.Compact(ctx, Compaction{ID: "c-1"})
+	if err != nil {
+		t.Fatalf("a rerun after its snapshot expired: %v", err)
+	}
+	if !late2.Landed || len(snapshots(t, cat)) != kept {
+		t.Fatalf("a rerun after its snapshot expired: %+v, %d snapshots (was %d); want it found landed, nothing added", late2, len(snapshots(t, cat)), kept)
+	}
+	t.Logf("%d files in 3 partitions (and 2 late) → %d live files; %d bytes rewritten in %v; a rerun added nothing, before and after expiry", filesBefore, len(chk.live), rep.BytesRewritten, took.Round(time.Millisecond))
 }
 
 // TestCompactBesideAppender: an append lands between the compaction's
