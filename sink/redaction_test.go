@@ -23,7 +23,7 @@ func TestConfigPrintsNoSecret(t *testing.T) {
 	t.Setenv("S3ONCE_TEST_KEY_ID", "AKIDRECOGNIZABLE")
 	t.Setenv("S3ONCE_TEST_SECRET", secret)
 	t.Setenv("S3ONCE_TEST_TOKEN", token)
-	cfg := Config{Bucket: "b", Prefix: "out",
+	cfg := Config{Bucket: "redaction-bucket", Prefix: "out",
 		Connection: Connection{Endpoint: "http://127.0.0.1:1", PathStyle: true, Credentials: Credentials{
 			AccessKeyIDEnv: "S3ONCE_TEST_KEY_ID", SecretAccessKeyEnv: "S3ONCE_TEST_SECRET", SessionTokenEnv: "S3ONCE_TEST_TOKEN"}},
 		Requests: Requests{SSECustomerKeyEnv: "S3ONCE_TEST_SSEC_KEY"}}

@@ -1,9 +1,11 @@
 // Command secretlake writes a few records with sink.Write (or
 // sink.WriteWindows) into an Iceberg table's run folder and appends them
 // with icebergtable.Append, on a SQL catalog over SQLite, with every
-// credential given by reference: the sink's S3 keys and session token
-// through sink.Credentials (environment variables), the catalog's S3
-// secret key and session token through CatalogSecretsEnv. It writes the
+// credential given by reference: the sink's S3 keys through
+// sink.Credentials (environment variables), the catalog's S3 secret key
+// and a token through CatalogSecretsEnv (the SQL catalog ignores the
+// token; it travels as a REST catalog's would). No session token reaches
+// S3: the test server refuses one (InvalidToken). It writes the
 // pipeline it submits, as Beam's universal runner marshals it, to
 // --dump-pipeline, so that a test can look for secrets in what the runner
 // receives.
@@ -34,7 +36,6 @@ import (
 const (
 	AccessKeyEnv    = "SECRETLAKE_ACCESS_KEY_ID"
 	SecretKeyEnv    = "SECRETLAKE_SECRET_ACCESS_KEY"
-	SessionTokenEnv = "SECRETLAKE_SESSION_TOKEN"
 	CatalogTokenEnv = "SECRETLAKE_CATALOG_TOKEN"
 )
 
@@ -61,12 +62,12 @@ func main() {
 	}
 	ctx := context.Background()
 	conn := sink.Connection{Endpoint: *endpoint, PathStyle: true, Region: "us-east-1",
-		Credentials: sink.Credentials{AccessKeyIDEnv: AccessKeyEnv, SecretAccessKeyEnv: SecretKeyEnv, SessionTokenEnv: SessionTokenEnv}}
+		Credentials: sink.Credentials{AccessKeyIDEnv: AccessKeyEnv, SecretAccessKeyEnv: SecretKeyEnv}}
 	cfg := icebergtable.Config{
 		CatalogName: "secretlake", Table: "lake.events", RunID: *runID, Record: reflect.TypeFor[Event](),
 		CatalogProperties: map[string]string{"type": "sql", "uri": "file:" + *catalogDB, "sql.driver": "sqlite", "sql.dialect": "sqlite",
 			"warehouse": "s3://" + *bucket + "/lake", icebergio.S3AccessKeyID: *accessKey},
-		CatalogSecretsEnv: map[string]string{icebergio.S3SecretAccessKey: SecretKeyEnv, icebergio.S3SessionToken: CatalogTokenEnv},
+		CatalogSecretsEnv: map[string]string{icebergio.S3SecretAccessKey: SecretKeyEnv, "token": CatalogTokenEnv},
 		Sink:              sink.Config{Connection: conn},
 	}
 	s3ctx, err := icebergtable.WithS3(ctx, cfg.Sink)
