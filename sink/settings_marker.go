@@ -31,13 +31,23 @@ var ErrSettingsChanged = errcode.New(errcode.SettingsChanged, "the output folder
 type SettingChange struct {
 	// Setting names it as Config does ("Compression", "Shards", ...).
 	Setting string
-	// Was is the value recorded in the folder; Now this run's.
+	// Was is the value recorded in the folder; Now this run's. They are
+	// whole here, digests and templates too, where the error's message
+	// gives only the setting's name (see SettingsChangedError).
 	Was, Now string
 }
 
 // SettingsChangedError is the error of a run, or of Preflight, that finds
 // the output folder written with other byte-affecting settings. It wraps
 // ErrSettingsChanged.
+//
+// Its message is one short line: it names each setting that changed, with
+// its recorded and its new value where the value is a plain setting
+// ("Compression gzip -> zstd"), and by name alone where the value is a
+// digest or a template (the canary digests, the file-name template), which
+// follow from the plain settings. The whole values are in Changes, and in
+// the folder's settings marker (<Prefix>/_s3once_settings) for the
+// recorded ones; the message has no verbose form.
 type SettingsChangedError struct {
 	Bucket, Prefix string
 	// Changes lists every setting that differs, in the marker's order.
@@ -56,14 +66,26 @@ func (e *SettingsChangedError) Error() string {
 		fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files of an earlier s3once release and no settings marker (s3://%s/%s, for one), so it is of output version %s:",
 			e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, e.Unmarked, legacyVersion)
 	} else {
-		fmt.Fprintf(&b, "s3once sink: s3://%s/%s holds files written with other byte-affecting settings (recorded in s3://%s/%s):",
-			e.Bucket, ownkeys.Folder(e.Prefix), e.Bucket, ownkeys.SettingsKey(e.Prefix))
+		fmt.Fprintf(&b, "s3once sink: s3://%s/%s has other settings:", e.Bucket, ownkeys.Folder(e.Prefix))
 	}
-	for i, c := range e.Changes {
-		if i > 0 {
+	var named []string // changed settings shown by name alone
+	shownOne := false
+	for _, c := range e.Changes {
+		if !plainValue(c) {
+			named = append(named, c.Setting)
+			continue
+		}
+		if shownOne {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, " %s %s -> %s", c.Setting, shown(c.Was), shown(c.Now))
+		shownOne = true
+	}
+	switch {
+	case len(named) > 0 && shownOne:
+		b.WriteString(" (and " + strings.Join(named, ", ") + ")")
+	case len(named) > 0:
+		b.WriteString(" " + strings.Join(named, ", "))
 	}
 	b.WriteString("; ")
 	if e.Done != "" {
@@ -74,9 +96,24 @@ func (e *SettingsChangedError) Error() string {
 			fmt.Fprintf(&b, "to go on writing this folder as it was written, set OutputVersion: %s in the Config; ", c.Was)
 		}
 	}
-	b.WriteString("when the settings change, " + freshPrefix(e.Prefix) + " (or delete the folder's files and its " + ownkeys.SettingsName + " to replace them): ")
-	b.WriteString(ErrSettingsChanged.Error())
+	b.WriteString(freshPrefix(e.Prefix) + " " + errcode.SettingsChanged.Token())
 	return b.String()
+}
+
+// plainValue reports whether a change's values are short enough to show
+// in SettingsChangedError's one line: not a digest or a template (named
+// by namedOnly), nor a value of a setting this build does not know that
+// runs long.
+func plainValue(c SettingChange) bool {
+	const longest = 32
+	return !namedOnly[c.Setting] && len(c.Was) <= longest && len(c.Now) <= longest
+}
+
+// namedOnly are the labels of the settings whose values are digests or
+// templates: SettingsChangedError's message names them without values.
+var namedOnly = map[string]bool{
+	settingLabels["compression-canary"]: true, settingLabels["parquet-canary"]: true,
+	settingLabels["file-names"]: true, settingLabels["compression-library"]: true, settingLabels["parquet-library"]: true,
 }
 
 func (e *SettingsChangedError) Unwrap() error { return ErrSettingsChanged }
@@ -144,20 +181,20 @@ const unknownLibrary = "unknown"
 
 // A setting in the marker: its name there and the Config field it comes from.
 var settingLabels = map[string]string{
-	"checkpoint-sync-bytes":     "CheckpointBytes (compressed members end every min(CheckpointBytes, 1 MiB))",
+	"checkpoint-sync-bytes":     "CheckpointBytes' member spacing",
 	"compression":               "Compression",
-	"compression-canary":        "the compression library's output (canary digest)",
-	"compression-library":       "the compression library",
-	"file-names":                "the file names",
+	"compression-canary":        "compression canary",
+	"compression-library":       "compression library",
+	"file-names":                "file names",
 	"format":                    "Format",
 	"max-batch-bytes":           "MaxBatchBytes",
 	"max-file-bytes":            "MaxFileBytes",
 	"max-file-records":          "MaxFileRecords",
 	"output-version":            "s3once's output format version",
-	"parquet-canary":            "the Parquet library's output (canary digest)",
+	"parquet-canary":            "Parquet canary",
 	"parquet-compression":       "Parquet.Compression",
 	"shard-target-bytes":        "TargetFileBytes",
-	"parquet-library":           "the Parquet library",
+	"parquet-library":           "Parquet library",
 	"parquet-row-group-bytes":   "Parquet.RowGroupBytes",
 	"parquet-row-group-records": "Parquet.RowGroupRecords",
 	"shards":                    "Shards",
@@ -515,4 +552,4 @@ func (g *settingsGuard) check(ctx context.Context, c folderStore, bucket, prefix
 
 // settingsRefusedDone is what a barrier that refuses a run for its
 // settings did.
-const settingsRefusedDone = "nothing of this run was committed and its uploads were aborted, so the folder is as the earlier run left it"
+const settingsRefusedDone = "nothing of this run was committed"

@@ -81,7 +81,7 @@ func TestChangedSettingsRerunRefused(t *testing.T) {
 			t.Fatalf("a rerun with %s succeeded", tc.says)
 		}
 		msg := err.Error()
-		for _, want := range []string{tc.says, "nothing of this run was committed", "fresh Prefix", "s3://" + bucket + "/" + markerKey} {
+		for _, want := range []string{tc.says, "nothing of this run was committed", "fresh Prefix", "s3://" + bucket + "/out/ has other settings"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("the failure does not say %q: %s", want, msg)
 			}

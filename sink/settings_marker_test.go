@@ -182,13 +182,64 @@ func TestSettingsChanges(t *testing.T) {
 	}
 	err := error(&SettingsChangedError{Bucket: "b", Prefix: "out", Changes: append(ch, SettingChange{"Shards", "4", "8"}), Done: "nothing was committed"})
 	msg := err.Error()
-	for _, want := range []string{"s3://b/out/", "s3://b/out/_s3once_settings", "Compression gzip -> zstd, Shards 4 -> 8", "nothing was committed", "fresh Prefix"} {
+	for _, want := range []string{"s3://b/out/", "Compression gzip -> zstd, Shards 4 -> 8", "nothing was committed", "fresh Prefix"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error does not say %q: %s", want, msg)
 		}
 	}
 	if !errors.Is(err, ErrSettingsChanged) || !errcode.Has(errors.New(msg), errcode.SettingsChanged) {
 		t.Errorf("the error is not ErrSettingsChanged by value and by text: %s", msg)
+	}
+}
+
+// TestSettingsChangeLineIsShort: the line of a codec change (gzip to zstd,
+// which also changes the compression canary digest and the file-name
+// template) names the codec's change with both values and the digest and
+// the template by name alone, on one line under 200 characters, from the
+// preflight and from a run that refused the folder; the whole values stay
+// in the error's Changes.
+func TestSettingsChangeLineIsShort(t *testing.T) {
+	markerOf := func(compression string) markerSettings {
+		t.Helper()
+		st, err := Config{Bucket: "demo", Prefix: "out", Files: Files{Format: "jsonl", Compression: compression}}.settings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.markerSettings()
+	}
+	was, now := markerOf("gzip"), markerOf("zstd")
+	ch := changes(was, now)
+	full := map[string]SettingChange{}
+	for _, c := range ch {
+		full[c.Setting] = c
+	}
+	digest, names := full[settingLabels["compression-canary"]], full[settingLabels["file-names"]]
+	if full["Compression"] != (SettingChange{"Compression", "gzip", "zstd"}) || !strings.HasPrefix(digest.Was, "sha256:") || !strings.HasSuffix(names.Now, ".jsonl.zst") {
+		t.Fatalf("the changes of a codec change do not hold the whole values: %v", ch)
+	}
+	for _, done := range []string{"", settingsRefusedDone} {
+		msg := (&SettingsChangedError{Bucket: "demo", Prefix: "out", Changes: ch, Done: done}).Error()
+		t.Logf("%d characters: %s", len(msg), msg)
+		if len(msg) > 200 || strings.Contains(msg, "\n") {
+			t.Errorf("the line of a codec change is %d characters, want one line of at most 200: %s", len(msg), msg)
+		}
+		for _, want := range []string{"s3://demo/out/", "Compression gzip -> zstd", digest.Setting, names.Setting, "fresh Prefix", errcode.SettingsChanged.Token()} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the line does not say %q: %s", want, msg)
+			}
+		}
+		for _, value := range []string{digest.Was, digest.Now, names.Was, names.Now} {
+			if strings.Contains(msg, value) {
+				t.Errorf("the line shows the value %q: %s", value, msg)
+			}
+		}
+	}
+	// A setting this build does not know, with a long value, is named
+	// alone too; a short one is shown.
+	msg := (&SettingsChangedError{Bucket: "b", Prefix: "p", Changes: []SettingChange{
+		{"future-template", strings.Repeat("x", 40), strings.Repeat("y", 40)}, {"future-count", "1", "2"}}}).Error()
+	if strings.Contains(msg, "xxxx") || !strings.Contains(msg, "future-count 1 -> 2 (and future-template)") {
+		t.Errorf("a later build's settings: %s", msg)
 	}
 }
 
