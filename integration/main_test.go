@@ -42,18 +42,23 @@ func TestMain(m *testing.M) {
 // shares the work) the first time one is needed.
 var children = []string{"pipelines/batch", "pipelines/streaming", "pipelines/minimal", "integration/internal/streamwriter", "cmd/s3once", "cmd/s3once-run"}
 
-// build is one build of the children, once per test process: plain, or
-// with the mutant build tag.
+// build is one build of some children, once per test process, into a
+// folder of binDir: plain, or with the mutant build tag.
 type build struct {
-	tags string
-	once sync.Once
-	dir  string
-	err  error
+	pkgs   []string
+	tags   string
+	folder string // below binDir; "" for binDir itself
+	once   sync.Once
+	dir    string
+	err    error
 }
 
 var (
-	plainBuild  = &build{}
-	mutantBuild = &build{tags: "s3once_mutant"}
+	plainBuild  = &build{pkgs: children}
+	mutantBuild = &build{pkgs: children, tags: "s3once_mutant", folder: "s3once_mutant"}
+	// lakeBuild links the Iceberg packages, which the other children do
+	// not: on its own, so that they do not pay for it.
+	lakeBuild = &build{pkgs: []string{"integration/internal/secretlake"}, folder: "secretlake.d"}
 )
 
 // binary returns the executable of the main package pkg (one of children),
@@ -73,10 +78,7 @@ func mutantBinary(t testing.TB, pkg string) string {
 func (b *build) binary(t testing.TB, pkg string) string {
 	t.Helper()
 	b.once.Do(func() {
-		b.dir = binDir
-		if b.tags != "" {
-			b.dir = filepath.Join(binDir, b.tags)
-		}
+		b.dir = filepath.Join(binDir, b.folder)
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
 			goBin = "go"
@@ -85,7 +87,7 @@ func (b *build) binary(t testing.TB, pkg string) string {
 		if b.tags != "" {
 			args = append(args, "-tags", b.tags)
 		}
-		for _, c := range children {
+		for _, c := range b.pkgs {
 			args = append(args, "./"+c)
 		}
 		cmd := exec.Command(goBin, args...)

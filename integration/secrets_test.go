@@ -1,17 +1,13 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +51,7 @@ const (
 // catalog's database, and finds no secret in any of them: not as it is,
 // nor in hex, nor in base64.
 func TestSecretsNowhere(t *testing.T) {
+	t.Parallel()
 	bin := lakeBinary(t)
 	prism, boot := jobServerBinaries(t)
 	srv := s3test.Start(t, s3test.Options{})
@@ -268,36 +265,9 @@ func checkLeakFinder(t *testing.T, secrets []string) {
 	}
 }
 
-var (
-	lakeBuild    sync.Once
-	lakeBuildErr error
-)
-
-// lakeBinary builds integration/internal/secretlake (on its own: it links
-// the Iceberg packages, which the other children do not), without the race
+// lakeBinary is integration/internal/secretlake, built without the race
 // detector.
 func lakeBinary(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(binDir, "secretlake.d")
-	lakeBuild.Do(func() {
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		args := []string{"build", "-o", dir + string(filepath.Separator), "./integration/internal/secretlake"}
-		cmd := exec.Command(goBin, args...)
-		cmd.Dir = moduleRoot(t)
-		var msg bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &msg, &msg
-		began := time.Now()
-		if err := cmd.Run(); err != nil {
-			lakeBuildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, msg.String())
-			return
-		}
-		t.Logf("built secretlake in %v", time.Since(began).Round(time.Millisecond))
-	})
-	if lakeBuildErr != nil {
-		t.Fatal(lakeBuildErr)
-	}
-	return filepath.Join(dir, "secretlake")
+	return lakeBuild.binary(t, "integration/internal/secretlake")
 }
