@@ -3,6 +3,8 @@ package s3once_test
 import (
 	"encoding/json"
 	"io"
+	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -152,4 +154,125 @@ func TestBeamOnlyThroughSink(t *testing.T) {
 			t.Errorf("%s links Beam (or is gone): the sink's base packages run without a runner", base)
 		}
 	}
+}
+
+// TestDrawnImports holds the drawing of the packages below the sink in
+// docs/design.md ("Packages and what they import") over `go list`: the
+// sink imports exactly the packages on its branches; each of those
+// imports, of the module's packages, exactly the ones its arrow names (none
+// without an arrow); a package drawn only at an arrow's head imports none;
+// and every module package the sink links is drawn.
+func TestDrawnImports(t *testing.T) {
+	doc, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	branches, heads := parseDrawing(t, string(doc))
+	pkgs := goList(t, module+"/...")
+	byPath := map[string]listed{}
+	for _, p := range pkgs {
+		byPath[strings.TrimPrefix(p.ImportPath, module+"/")] = p
+	}
+	own := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			if rest, ok := strings.CutPrefix(p, module+"/"); ok {
+				out = append(out, rest)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	sink, ok := byPath["sink"]
+	if !ok {
+		t.Fatal("the sink is not listed")
+	}
+	drawn := slices.Sorted(maps.Keys(branches))
+	if got := own(sink.Imports); !slices.Equal(got, drawn) {
+		t.Errorf("the sink imports %v; the drawing's branches are %v", got, drawn)
+	}
+	for pkg, want := range branches {
+		p, ok := byPath[pkg]
+		if !ok {
+			t.Errorf("%s is drawn and is not a package", pkg)
+			continue
+		}
+		slices.Sort(want)
+		if got := own(p.Imports); !slices.Equal(got, want) {
+			t.Errorf("%s imports %v; the drawing's arrow names %v", pkg, got, want)
+		}
+	}
+	for pkg := range heads {
+		if _, ok := branches[pkg]; ok {
+			continue
+		}
+		if got := own(byPath[pkg].Imports); len(got) > 0 {
+			t.Errorf("%s is drawn only at an arrow's head and imports %v", pkg, got)
+		}
+	}
+	for _, dep := range own(sink.Deps) {
+		if _, ok := branches[dep]; !ok && !heads[dep] {
+			t.Errorf("the sink links %s, which the drawing leaves out", dep)
+		}
+	}
+}
+
+// parseDrawing reads the drawing's branches (├─► or └─►): each package
+// on one, with the packages its arrow names (nil without an arrow), and
+// every package at an arrow's head.
+func parseDrawing(t *testing.T, doc string) (branches map[string][]string, heads map[string]bool) {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "### Packages and what they import")
+	if !ok {
+		t.Fatal("docs/design.md has no section \"Packages and what they import\"")
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	block, _, _ := strings.Cut(rest, "```")
+	branches, heads = map[string][]string{}, map[string]bool{}
+	names := func(list string) []string {
+		var out []string
+		for item := range strings.SplitSeq(list, ",") {
+			if f := strings.Fields(item); len(f) > 0 {
+				out = append(out, f[0])
+			}
+		}
+		return out
+	}
+	var source string // the branch whose arrow a continuation line goes on
+	leaves := false   // the continuation adds branches without an arrow
+	started := false
+	for line := range strings.SplitSeq(block, "\n") {
+		trimmed := strings.TrimLeft(line, " │")
+		switch {
+		case strings.HasPrefix(trimmed, "├─►") || strings.HasPrefix(trimmed, "└─►"):
+			started = true
+			body := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(trimmed, "├─►"), "└─►"))
+			from, to, arrow := strings.Cut(body, "►")
+			if !arrow {
+				for _, n := range names(body) {
+					branches[n] = nil
+				}
+				source, leaves = "", true
+				continue
+			}
+			source, leaves = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(from), "─")), false
+			branches[source] = names(to)
+			for _, n := range names(to) {
+				heads[n] = true
+			}
+		case started && strings.TrimSpace(trimmed) != "":
+			for _, n := range names(trimmed) {
+				if leaves {
+					branches[n] = nil
+				} else if source != "" {
+					branches[source] = append(branches[source], n)
+					heads[n] = true
+				}
+			}
+		}
+	}
+	if len(branches) < 10 {
+		t.Fatalf("read %d branches from the drawing: the parser no longer reads it", len(branches))
+	}
+	return branches, heads
 }
