@@ -2,9 +2,11 @@ package icebergtable
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -172,7 +174,42 @@ func (f *appendFn) withS3(ctx context.Context) (context.Context, error) {
 	return WithS3(ctx, sink.Config{Connection: f.Connection, Requests: f.Requests})
 }
 
+// openTables are the tables the table stage opened in this worker
+// process, by the stage's payload less the run id: every bundle of a stage in a process
+// commits through one Table, so its commits are serial there and each
+// starts from the table as the one before left it. Windows committed by
+// parallel bundles then cost one catalog commit each, where Tables of
+// their own would refuse each other's commits and reload (more catalog
+// calls per window, each paying the catalog's latency).
+var openTables struct {
+	sync.Mutex
+	m map[string]*Table
+}
+
 func (f *appendFn) Setup(ctx context.Context) error {
+	k := *f
+	k.RunID, k.tbl = "", nil
+	key, err := json.Marshal(&k)
+	if err != nil {
+		return err
+	}
+	openTables.Lock()
+	defer openTables.Unlock()
+	if t, ok := openTables.m[string(key)]; ok {
+		f.tbl = t
+		return nil
+	}
+	if err := f.open(ctx); err != nil {
+		return err
+	}
+	if openTables.m == nil {
+		openTables.m = map[string]*Table{}
+	}
+	openTables.m[string(key)] = f.tbl
+	return nil
+}
+
+func (f *appendFn) open(ctx context.Context) error {
 	cfg := Config{CatalogName: f.CatalogName, CatalogProperties: f.CatalogProperties, CatalogSecretsEnv: f.CatalogSecretsEnv, Table: f.Table,
 		Sink: sink.Config{Connection: f.Connection}}
 	ctx, err := f.withS3(ctx)

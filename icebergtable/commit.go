@@ -77,6 +77,10 @@ type Table struct {
 	// file is written (tests: a crash there).
 	onCompact func(step string, n int)
 
+	// commitMu makes the commits through this Table serial: each starts
+	// from the table as the one before left it (head), so commits from
+	// one process to one table never refuse each other.
+	commitMu sync.Mutex
 	// mu guards head and loaded.
 	mu sync.Mutex
 	// head is the table as this Table last committed to it or loaded it:
@@ -203,7 +207,10 @@ type Result struct {
 
 // Commit appends a run's files (sink.Write's FileResults for one window of
 // the run; duplicates from Beam's retries are merged) to the table as one
-// snapshot, exactly once per run id and window:
+// snapshot, exactly once per run id and window. It is safe for concurrent
+// use: commits through one Table are serial, each starting from the table
+// as the one before left it, so they never refuse each other (the table
+// stage shares one Table among its instances in a worker process):
 //
 //  1. take the table's current state and walk the current snapshot's
 //     ancestry for a snapshot whose summary holds the run id and window:
@@ -254,6 +261,8 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 	if err != nil {
 		return Result{}, err
 	}
+	t.commitMu.Lock()
+	defer t.commitMu.Unlock()
 	files, err := runFiles(bucket, prefix, results)
 	if err != nil {
 		return Result{}, err
