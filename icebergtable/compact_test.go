@@ -3,7 +3,6 @@ package icebergtable
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -116,16 +115,8 @@ type compactCheck struct {
 // and data file any snapshot names must exist.
 func checkCompacted(ctx context.Context, c *s3.Client, cat catalog.Catalog, ids []int64) (compactCheck, error) {
 	var rep compactCheck
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"lake", "events"})
+	md, err := readMetadataFile(ctx, c, cat)
 	if err != nil {
-		return rep, err
-	}
-	body, err := getObject(ctx, c, tbl.MetadataLocation())
-	if err != nil {
-		return rep, err
-	}
-	var md metadataFile
-	if err := json.Unmarshal(body, &md); err != nil {
 		return rep, err
 	}
 	var problems []string

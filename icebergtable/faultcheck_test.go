@@ -64,6 +64,24 @@ func getObject(ctx context.Context, c *s3.Client, uri string) ([]byte, error) {
 	return io.ReadAll(out.Body)
 }
 
+// readMetadataFile is lake.events' current metadata file, read from the
+// bucket and decoded as JSON (not through iceberg-go's table).
+func readMetadataFile(ctx context.Context, c *s3.Client, cat catalog.Catalog) (metadataFile, error) {
+	var md metadataFile
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"lake", "events"})
+	if err != nil {
+		return md, err
+	}
+	body, err := getObject(ctx, c, tbl.MetadataLocation())
+	if err != nil {
+		return md, err
+	}
+	if err := json.Unmarshal(body, &md); err != nil {
+		return md, fmt.Errorf("metadata file %s: %w", tbl.MetadataLocation(), err)
+	}
+	return md, nil
+}
+
 // checkFaultTable checks the table against the runs it must hold: main's
 // ancestry holds one snapshot per run (window "global") and no other; no
 // data file is added by two snapshots of main's ancestry; the current
@@ -73,17 +91,9 @@ func getObject(ctx context.Context, c *s3.Client, uri string) ([]byte, error) {
 // data file they name. It returns every problem found, joined.
 func checkFaultTable(ctx context.Context, c *s3.Client, cat catalog.Catalog, want []wantRun) (tableReport, error) {
 	var rep tableReport
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"lake", "events"})
+	md, err := readMetadataFile(ctx, c, cat)
 	if err != nil {
 		return rep, err
-	}
-	body, err := getObject(ctx, c, tbl.MetadataLocation())
-	if err != nil {
-		return rep, err
-	}
-	var md metadataFile
-	if err := json.Unmarshal(body, &md); err != nil {
-		return rep, fmt.Errorf("metadata file %s: %w", tbl.MetadataLocation(), err)
 	}
 	var problems []string
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
