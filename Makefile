@@ -195,8 +195,9 @@ server: $(VERSITYGW)
 # The integration crash loops, 100 times over (make test runs 5), the
 # worker-kill loop on the job server (TestWorkerKillLoop), 20 times over
 # (make test runs 3), and the Iceberg table's crash loop (icebergtable
-# TestCrashLoop), 20 times over (make test runs 3), its compaction crash
-# loop (TestCompactCrashLoop), 100 times over (make test runs 3), and the
+# TestCrashLoop), 20 times over (make test runs 3), its maintenance crash
+# loop (TestMaintenanceCrashLoop: compaction, expiry and orphan removal
+# killed beside an appender), 100 times over (make test runs 3), and the
 # 1,000-small-file compaction figure; and the worker memory
 # budget's prism test (bench TestWorkerMemoryBudget), whose heap figures
 # vary with the machine's load; and the folder scenarios
@@ -209,7 +210,7 @@ server: $(VERSITYGW)
 SOAK_LOOPS ?= 100
 SOAK_WORKER_KILL_LOOPS ?= 20
 SOAK_ICEBERG_LOOPS ?= 20
-SOAK_COMPACT_LOOPS ?= 100
+SOAK_MAINTAIN_LOOPS ?= 100
 SOAK_CATALOG_FAULT_LOOPS ?= 200
 SOAK_SCENARIOS ?= 400
 SOAK_WINDOW_SCENARIOS ?= 200
@@ -217,8 +218,8 @@ soak: tools
 	S3ONCE_CRASH_LOOPS=$(SOAK_LOOPS) S3ONCE_WORKER_KILL_LOOPS=$(SOAK_WORKER_KILL_LOOPS) $(GO) test -race -timeout 4h \
 		-run 'TestPipelineCrashLoop|TestTokenRecoveryAcrossProcessDeath|TestWorkerKillLoop' -v ./integration/
 	S3ONCE_ICEBERG_CRASH_LOOPS=$(SOAK_ICEBERG_LOOPS) $(GO) test -race -timeout 2h -run '^TestCrashLoop$$' -v ./icebergtable/
-	S3ONCE_ICEBERG_COMPACT_LOOPS=$(SOAK_COMPACT_LOOPS) S3ONCE_ICEBERG_COMPACT_FIGURE=1 $(GO) test -race -timeout 2h \
-		-run '^TestCompactCrashLoop$$|^TestCompactThousandFiles$$' -v ./icebergtable/
+	S3ONCE_ICEBERG_MAINTAIN_LOOPS=$(SOAK_MAINTAIN_LOOPS) S3ONCE_ICEBERG_COMPACT_FIGURE=1 $(GO) test -race -timeout 2h \
+		-run '^TestMaintenanceCrashLoop$$|^TestCompactThousandFiles$$' -v ./icebergtable/
 	S3ONCE_CATALOG_FAULT_LOOPS=$(SOAK_CATALOG_FAULT_LOOPS) $(GO) test -race -timeout 8h -run '^TestFaultMatrix' -v ./icebergtable/
 	S3ONCE_WORKER_BUDGET_TEST=1 $(GO) test -race -timeout 30m -run '^TestWorkerMemoryBudget$$' -v ./bench/
 	S3ONCE_SCENARIOS=$(SOAK_SCENARIOS) $(GO) test -race -timeout 4h -run '^TestScenarios$$' -v ./internal/testkit/scenario/

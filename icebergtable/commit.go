@@ -72,10 +72,13 @@ type Table struct {
 	// beforeCommit, when set, runs between staging a round's transaction
 	// and committing it (tests: another writer commits there).
 	beforeCommit func()
-	// onCompact, when set, runs at Compact's steps: "plan" before the plan
-	// is read or made, "planned" once it holds, "written" after its n-th
-	// file is written (tests: a crash there).
-	onCompact func(step string, n int)
+	// onStep, when set, runs at the maintenance steps (tests: a crash
+	// there). Compact: "plan" before the plan is read or made, "planned"
+	// once it holds, "written" after its n-th file is written.
+	// ExpireSnapshots: "expire-marked" once the expired runs' markers are
+	// written, before the commit. RemoveOrphans: "orphans-listed" between
+	// the listing and the load, "orphans-deleted" after its n-th delete.
+	onStep func(step string, n int)
 
 	// commitMu makes the commits through this Table serial: each starts
 	// from the table as the one before left it (head), so commits from

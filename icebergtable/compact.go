@@ -204,12 +204,12 @@ func (t *Table) Compact(ctx context.Context, c Compaction) (CompactionReport, er
 		return fail("%w", err)
 	}
 	bucket := s3bucket.New(client, s3bucket.Options{})
-	t.compactStep("plan", 0)
+	t.step("plan", 0)
 	plan, err := t.plan(ctx, tbl, fsys, bucket, c)
 	if err != nil {
 		return fail("%w", err)
 	}
-	t.compactStep("planned", 0)
+	t.step("planned", 0)
 	if len(plan.Groups) == 0 {
 		return rep, nil
 	}
@@ -301,9 +301,9 @@ func (t *Table) Compact(ctx context.Context, c Compaction) (CompactionReport, er
 	}
 }
 
-func (t *Table) compactStep(step string, n int) {
-	if t.onCompact != nil {
-		t.onCompact(step, n)
+func (t *Table) step(step string, n int) {
+	if t.onStep != nil {
+		t.onStep(step, n)
 	}
 }
 
@@ -583,7 +583,7 @@ func (t *Table) writeGroups(ctx context.Context, fsys icebergio.IO, client *s3.C
 			if err := t.writeGroup(ctx, fsys, w, cm, g); err != nil {
 				return nil, err
 			}
-			t.compactStep("written", len(out)+1)
+			t.step("written", len(out)+1)
 			if r, found, err = readFooter(fsys, uri); err != nil {
 				return nil, err
 			} else if !found {

@@ -107,6 +107,7 @@ func (t *Table) ExpireSnapshots(ctx context.Context, e Expiry) (ExpiryReport, er
 					rep.MarkersWritten++
 				}
 			}
+			t.step("expire-marked", 0)
 			if _, err = txn.Commit(ctx); err != nil {
 				if (conflict(err) || transient(err)) && rep.Rounds < maxCommitRounds {
 					// Another writer committed first, or the answer was

@@ -173,6 +173,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, o Orphans) (OrphanReport, err
 		return fail("list %s: %w; nothing was deleted", t.location, err)
 	}
 	rep.Listed = len(objects)
+	t.step("orphans-listed", 0)
 
 	// Load after listing: a file that a commit which landed before this
 	// load references is seen referenced.
@@ -216,6 +217,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, o Orphans) (OrphanReport, err
 			if err := fsys.Remove(obj.uri); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fail("delete %s: %w (%d files deleted before it; running it again is safe)", obj.uri, err, len(rep.Deleted))
 			}
+			t.step("orphans-deleted", len(rep.Deleted)+1)
 		}
 		rep.Deleted = append(rep.Deleted, obj.uri)
 		rep.DeletedBytes += obj.size
