@@ -293,6 +293,9 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 				return Result{}, err
 			}
 		}
+		if mutTableSkipRunLookup() {
+			snap, landed = nil, nil
+		}
 		if landed != nil {
 			// The run's snapshot was expired: its marker is the record.
 			if landed.FilesSHA256 != digest {
@@ -331,10 +334,16 @@ func (t *Table) Commit(ctx context.Context, runID, window string, results []sink
 			t.beforeCommit()
 		}
 		committed, err := txn.Commit(ctx)
+		if err != nil && mutTableErrorAsLanded() {
+			return Result{Added: true, Files: len(files), Rounds: round}, nil
+		}
 		refused := conflict(err)
 		if refused && (mutTableDiscardOnConflict() || !t.mayHaveLanded(ctx, txn)) {
 			// Nothing was applied: the round's new manifests and manifest
 			// list are referenced by no snapshot.
+			discardStaged(ctx, txn, tbl)
+		}
+		if err != nil && !refused && mutTableDiscardOnAmbiguous() {
 			discardStaged(ctx, txn, tbl)
 		}
 		// A round from the remembered table can also fail on what the

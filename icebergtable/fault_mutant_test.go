@@ -46,3 +46,26 @@ func TestMutantFaultMatrixDiscardOnConflict(t *testing.T) {
 func TestMutantTableTrustStaleHead(t *testing.T) {
 	catchMutant(t, mutant.TableTrustStaleHead, faultDelay, "rollback")
 }
+
+// The bug of taking an error that says nothing of the commit as a
+// refusal and removing what the round staged: a commit that landed
+// before its 5xx, timeout, cancellation or reset loses its manifest list,
+// which the matrix's check reads. One loop per kind.
+func TestMutantFaultMatrixDiscardOnAmbiguous(t *testing.T) {
+	for _, kind := range []faultKind{fault5xx, faultTimeout, faultCanceled, faultReset} {
+		t.Run(kind.String(), func(t *testing.T) {
+			catchMutant(t, mutant.TableDiscardOnAmbiguous, kind, "retry")
+		})
+	}
+}
+
+// The bug of taking the commit's error as the commit done: a run whose
+// commit was refused (another writer's commit, a failed requirement) or
+// never made (SQLITE_BUSY) is reported as appended, and main lacks it.
+func TestMutantFaultMatrixErrorAsLanded(t *testing.T) {
+	for _, kind := range []faultKind{faultRefused, faultRequirement, faultBusy} {
+		t.Run(kind.String(), func(t *testing.T) {
+			catchMutant(t, mutant.TableErrorAsLanded, kind, "retry")
+		})
+	}
+}

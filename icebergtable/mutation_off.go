@@ -5,3 +5,9 @@ package icebergtable
 func mutTableDiscardOnConflict() bool { return false }
 
 func mutTableTrustStaleHead() bool { return false }
+
+func mutTableDiscardOnAmbiguous() bool { return false }
+
+func mutTableErrorAsLanded() bool { return false }
+
+func mutTableSkipRunLookup() bool { return false }

@@ -15,3 +15,15 @@ func mutTableDiscardOnConflict() bool { return mutant.On(mutant.TableDiscardOnCo
 // mutTableTrustStaleHead: a run found in the remembered table is reported
 // without the reload.
 func mutTableTrustStaleHead() bool { return mutant.On(mutant.TableTrustStaleHead) }
+
+// mutTableDiscardOnAmbiguous: an error that says nothing of the commit
+// removes the staged files.
+func mutTableDiscardOnAmbiguous() bool { return mutant.On(mutant.TableDiscardOnAmbiguous) }
+
+// mutTableErrorAsLanded: any error of the commit is taken as the commit
+// done.
+func mutTableErrorAsLanded() bool { return mutant.On(mutant.TableErrorAsLanded) }
+
+// mutTableSkipRunLookup: the run is committed without looking for it in
+// the table.
+func mutTableSkipRunLookup() bool { return mutant.On(mutant.TableSkipRunLookup) }

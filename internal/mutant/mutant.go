@@ -87,11 +87,28 @@ const (
 	// rolled back past since is reported as in the table and never
 	// appended again.
 	TableTrustStaleHead
+	// TableDiscardOnAmbiguous: the table stage removes what a round
+	// staged when the catalog's answer is an error that says nothing of
+	// the commit (a 5xx, a timeout, a cancelled call, a reset
+	// connection), so a commit that landed before the error loses its
+	// manifest list.
+	TableDiscardOnAmbiguous
+	// TableErrorAsLanded: the table stage takes any error of the
+	// catalog's commit as the commit done, so a run whose commit was
+	// refused (another writer's, a failed requirement) or never made
+	// (SQLITE_BUSY) is reported as appended and is not in the table.
+	TableErrorAsLanded
+	// TableSkipRunLookup: the table stage commits without looking for
+	// its run in the table (snapshot summaries and commit markers), as a
+	// writer that keeps its idempotency state only in memory would: a
+	// process restarted after its commit landed appends the run again.
+	TableSkipRunLookup
 )
 
 // All lists every bug, in the order of their values.
 var All = []Bug{AbortOn409, DropTail, ShortSettle, ReusePersistKey, NoThrottleBackoff, NoIfNoneMatch, DefaultRetryQuota, BlindCommit,
-	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts, TableDiscardOnConflict, TableTrustStaleHead}
+	BarrierSkipsManifest, MarkerSubset, PartitionOwnExtOnly, VerifyTrustsListing, VerifyTrustsCounts, TableDiscardOnConflict, TableTrustStaleHead,
+	TableDiscardOnAmbiguous, TableErrorAsLanded, TableSkipRunLookup}
 
 // EnvVar names the environment variable that switches bugs on in a child
 // process built with the s3once_mutant tag.
@@ -132,6 +149,12 @@ func (b Bug) String() string {
 		return "table-discard-on-conflict"
 	case TableTrustStaleHead:
 		return "table-trust-stale-head"
+	case TableDiscardOnAmbiguous:
+		return "table-discard-on-ambiguous"
+	case TableErrorAsLanded:
+		return "table-error-as-landed"
+	case TableSkipRunLookup:
+		return "table-skip-run-lookup"
 	}
 	return "bugs(mixed)"
 }
