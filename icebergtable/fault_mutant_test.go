@@ -8,7 +8,9 @@ import (
 
 // catchMutant runs loops of one fault kind and scenario with the bug
 // switched on until the independent check fails one; a mutant that
-// survives ten loops is a matrix that cannot see it.
+// survives ten loops is a matrix that cannot see it. It switches the bug
+// on unless the caller did (kinds tried by parallel subtests: see
+// catchMutantKinds).
 func catchMutant(t *testing.T, bug mutant.Bug, kind faultKind, scenario string) {
 	t.Helper()
 	if !mutant.Enabled {
@@ -20,7 +22,9 @@ func catchMutant(t *testing.T, bug mutant.Bug, kind faultKind, scenario string) 
 			sc = s
 		}
 	}
-	defer mutant.Set(bug)()
+	if !mutant.On(bug) {
+		defer mutant.Set(bug)()
+	}
 	fx := newFaultFixture(t)
 	var tally faultTally
 	for seed := uint64(1); seed <= 10; seed++ {
@@ -52,20 +56,28 @@ func TestMutantTableTrustStaleHead(t *testing.T) {
 // before its 5xx, timeout, cancellation or reset loses its manifest list,
 // which the matrix's check reads. One loop per kind.
 func TestMutantFaultMatrixDiscardOnAmbiguous(t *testing.T) {
-	for _, kind := range []faultKind{fault5xx, faultTimeout, faultCanceled, faultReset} {
-		t.Run(kind.String(), func(t *testing.T) {
-			catchMutant(t, mutant.TableDiscardOnAmbiguous, kind, "retry")
-		})
-	}
+	catchMutantKinds(t, mutant.TableDiscardOnAmbiguous, "retry", fault5xx, faultTimeout, faultCanceled, faultReset)
 }
 
 // The bug of taking the commit's error as the commit done: a run whose
 // commit was refused (another writer's commit, a failed requirement) or
 // never made (SQLITE_BUSY) is reported as appended, and main lacks it.
 func TestMutantFaultMatrixErrorAsLanded(t *testing.T) {
-	for _, kind := range []faultKind{faultRefused, faultRequirement, faultBusy} {
+	catchMutantKinds(t, mutant.TableErrorAsLanded, "retry", faultRefused, faultRequirement, faultBusy)
+}
+
+// catchMutantKinds is catchMutant for each kind, in parallel subtests
+// (most of a loop is the table stage's back-off), the bug switched on
+// until the last of them ends.
+func catchMutantKinds(t *testing.T, bug mutant.Bug, scenario string, kinds ...faultKind) {
+	if !mutant.Enabled {
+		t.Skip("mutation points exist only in builds with the s3once_mutant tag")
+	}
+	t.Cleanup(mutant.Set(bug))
+	for _, kind := range kinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			catchMutant(t, mutant.TableErrorAsLanded, kind, "retry")
+			t.Parallel()
+			catchMutant(t, bug, kind, scenario)
 		})
 	}
 }
