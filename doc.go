@@ -3,7 +3,9 @@
 // start with the package that fits what you do.
 //
 //   - Writing files from a pipeline: package sink (sink.Write, sink.Config,
-//     sink.Preflight). `go doc github.com/s3once/s3once/sink`.
+//     sink.Preflight). `go doc github.com/s3once/s3once/sink`. Package
+//     format holds the record formats and compression codecs a Config
+//     names, and registers a program's own.
 //   - Running a complete example program: pipelines/minimal (about 40 lines:
 //     beam.Init, Preflight, Write, beamx.Run), pipelines/batch and
 //     pipelines/streaming.

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/s3once/s3once/format"
 )
 
 func TestAutoShardCount(t *testing.T) {
@@ -118,7 +120,7 @@ func shardCountOf(t *testing.T, r FileResult) int {
 // autoShardInput is a large destination (letter=a) and a small one
 // (letter=b), and the record bytes of each as the text format writes them.
 func autoShardInput(t *testing.T) (in []string, bytesOf map[string]int64) {
-	text, err := lookupFormat("text")
+	text, err := format.Lookup("text")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestAutoShardsFollowData(t *testing.T) {
 // windowed input with the default trigger.
 func TestAutoShardsPerWindow(t *testing.T) {
 	bucket := srv.Bucket(t)
-	jsonl, err := lookupFormat("jsonl")
+	jsonl, err := format.Lookup("jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

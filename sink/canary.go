@@ -15,6 +15,7 @@ package sink
 import (
 	"sync"
 
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/filebody"
 	"github.com/s3once/s3once/internal/parquetbody"
 )
@@ -26,7 +27,7 @@ var canaries sync.Map // "codec:<name>" or "parquet:<compression>" -> digest
 // codec, is its digest.
 func codecCanary(name string) string {
 	return canary("codec:"+name, func() (string, error) {
-		c, err := lookupCodec(name)
+		c, err := format.LookupCodec(name)
 		if err != nil {
 			return "", err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/filebody"
 	"github.com/s3once/s3once/internal/parquetbody"
 )
@@ -18,7 +19,7 @@ func (stdGzip) NewWriter(w io.Writer) (io.WriteCloser, error) { return gzip.NewW
 func (stdGzip) Extension() string                             { return ".gz" }
 func (stdGzip) ContentType() string                           { return "application/gzip" }
 
-func init() { RegisterCodec("test-std-gzip", stdGzip{}) }
+func init() { format.RegisterCodec("test-std-gzip", stdGzip{}) }
 
 // TestCanaryDigests: the canary digests are stable within a build, tell
 // codecs and Parquet compressions apart, tell two libraries of one format
@@ -32,7 +33,7 @@ func TestCanaryDigests(t *testing.T) {
 		if !strings.HasPrefix(d, "sha256:") {
 			t.Fatalf("codec %s: digest %q", name, d)
 		}
-		c, err := lookupCodec(name)
+		c, err := format.LookupCodec(name)
 		if err != nil {
 			t.Fatal(err)
 		}

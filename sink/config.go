@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/s3once/s3once/errcode"
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3call"
 	"github.com/s3once/s3once/recoverable"
@@ -203,14 +204,16 @@ type Requests struct {
 // uncompressed, to one destination in DefaultShards shards, in the latest
 // output version, without a completion marker.
 type Files struct {
-	// Format names the record format (see RegisterFormat): "text" (the
+	// Format names the record format (see package format): "text" (the
 	// default: strings or []byte, one per line), "jsonl" (any type, one JSON
-	// value per line) or "csv" ([]string, a CSVRecorder, or a struct of
-	// plain fields), or a name registered by the program.
+	// value per line), "csv" ([]string, a format.CSVRecorder, or a struct of
+	// plain fields) or "parquet" (see Parquet), or a name the program
+	// registered with format.Register.
 	Format string
 
-	// Compression names the codec (see RegisterCodec): "none" (the default),
-	// "gzip" or "zstd", or a name registered by the program.
+	// Compression names the codec (see package format): "none" (the
+	// default), "gzip" or "zstd", or a name the program registered with
+	// format.RegisterCodec.
 	Compression string
 
 	// Parquet holds the settings of Format "parquet" (see ParquetOptions);
@@ -547,13 +550,13 @@ func (c Config) settings() (settings, error) {
 	if s.Format == "" {
 		s.Format = "text"
 	}
-	if _, err := lookupFormat(s.Format); err != nil {
+	if _, err := format.Lookup(s.Format); err != nil {
 		bad("%v", err)
 	}
 	if s.Compression == "" {
 		s.Compression = "none"
 	}
-	if _, err := lookupCodec(s.Compression); err != nil {
+	if _, err := format.LookupCodec(s.Compression); err != nil {
 		bad("%v", err)
 	}
 	problems = append(problems, s.applyParquet(c.Parquet)...)

@@ -103,10 +103,11 @@
 // Preflight checks the bucket, the credentials and the folder before the
 // pipeline runs. Each stage carries into the pipeline graph only the
 // settings it reads; the writer and the commit stages carry the connection,
-// static credentials included. Formats and codecs are chosen by name: a
-// custom one must be registered (RegisterFormat, RegisterCodec) in an init
-// function, which runs on every worker; a Destination must be a top-level
-// function registered with the register package.
+// static credentials included. Formats and codecs are chosen by name
+// (package format): a custom one must be registered (format.Register,
+// format.RegisterCodec) in an init function, which runs on every worker; a
+// Destination must be a top-level function registered with the register
+// package.
 //
 // Format "parquet" writes Go structs as Apache Parquet files with
 // github.com/parquet-go/parquet-go, one column per field, from its struct

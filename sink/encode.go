@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/pack"
 	"github.com/s3once/s3once/internal/shard"
 )
@@ -105,7 +106,7 @@ type encodeFn struct {
 	// OutputVersion is settings.OutputVersion, 1 or 2.
 	OutputVersion int `json:"outputVersion"`
 
-	format Format
+	format format.Format
 	shards *shard.Sharder
 	dest   reflectx.Func
 	buf    []byte
@@ -123,11 +124,10 @@ func newEncodeFn(s settings, kind int, dest *beam.EncodedFunc, packed bool) *enc
 }
 
 func (f *encodeFn) Setup() error {
-	format, err := lookupFormat(f.Format)
-	if err != nil {
+	var err error
+	if f.format, err = format.Lookup(f.Format); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	f.format = format
 	if f.shards, err = newSharder(f.OutputVersion, f.Shards); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}

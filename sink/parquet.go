@@ -8,12 +8,13 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/filebody"
 	"github.com/s3once/s3once/internal/parquetbody"
 )
 
 func init() {
-	RegisterFormat("parquet", parquetFormat{})
+	format.Register("parquet", parquetFormat{})
 }
 
 // Defaults and bounds of ParquetOptions.
@@ -57,7 +58,7 @@ type parquetSettings struct {
 // applyParquet checks opts against s's format and compression, and fills
 // s.Parquet when the format is Parquet. It returns the problems found.
 func (s *settings) applyParquet(opts ParquetOptions) []string {
-	f, err := lookupFormat(s.Format)
+	f, err := format.Lookup(s.Format)
 	if err != nil {
 		return nil // reported with the format
 	}
@@ -126,10 +127,10 @@ func (s writerSettings) parquetRowType() (reflect.Type, error) {
 // bodyKind makes the bodies of s's files, whose format is f and codec c:
 // Parquet's, or a line format's (its header, then the records, compressed
 // by c).
-func (s writerSettings) bodyKind(f Format, c Codec) (filebody.Kind, error) {
+func (s writerSettings) bodyKind(f format.Format, c format.Codec) (filebody.Kind, error) {
 	if s.Parquet == nil {
 		var header []byte
-		if h, ok := f.(FileHeader); ok {
+		if h, ok := f.(format.FileHeader); ok {
 			header = h.FileHeader()
 		}
 		return filebody.Lines(c, header), nil

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/s3once/s3once/errcode"
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/ownkeys"
 	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/internal/settingsmarker"
@@ -274,10 +275,10 @@ func (s settings) markerSettings() markerSettings {
 // fileExt is the extension of the files: the format's, then the codec's.
 func (s fileSettings) fileExt() string {
 	ext := ""
-	if f, err := lookupFormat(s.Format); err == nil {
+	if f, err := format.Lookup(s.Format); err == nil {
 		ext += f.Extension()
 	}
-	if c, err := lookupCodec(s.Compression); err == nil {
+	if c, err := format.LookupCodec(s.Compression); err == nil {
 		ext += c.Extension()
 	}
 	return ext
@@ -291,7 +292,7 @@ func codecLibrary(name string) string {
 	case "gzip", "zstd":
 		return moduleOf("github.com/klauspost/compress/" + name)
 	}
-	c, err := lookupCodec(name)
+	c, err := format.LookupCodec(name)
 	if err != nil {
 		return unknownLibrary
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/pack"
 	"github.com/s3once/s3once/internal/testkit/s3test"
 )
@@ -121,63 +122,6 @@ func TestFileKey(t *testing.T) {
 	}
 }
 
-type csvRow struct {
-	Name  string
-	Count int
-	Ratio float64
-	OK    bool
-	At    time.Time
-	skip  int
-}
-
-type point struct{ X, Y int }
-
-func (p point) CSVRecord() []string { return []string{"p", strings.Repeat("*", p.X)} }
-
-func TestFormats(t *testing.T) {
-	at := time.Date(2024, 6, 1, 10, 0, 0, 5, time.FixedZone("x", 3600))
-	cases := []struct {
-		f    Format
-		elem any
-		want string
-	}{
-		{textFormat{}, "hello", "hello\n"},
-		{textFormat{}, []byte("bytes"), "bytes\n"},
-		{jsonLinesFormat{}, map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}` + "\n"},
-		{jsonLinesFormat{}, order{ID: 1, Country: "fr"}, `{"id":1,"country":"fr","note":""}` + "\n"},
-		{CSV{}, []string{"a", "b,c", `d"e`}, "a,\"b,c\",\"d\"\"e\"\n"},
-		{CSV{}, csvRow{Name: "n", Count: -3, Ratio: 0.5, OK: true, At: at}, "n,-3,0.5,true,2024-06-01T09:00:00.000000005Z\n"},
-		{CSV{}, point{X: 2}, "p,**\n"},
-		{CSV{Comma: ';'}, []string{"a", "b"}, "a;b\n"},
-	}
-	for _, c := range cases {
-		if tc, ok := c.f.(TypeChecker); ok {
-			if err := tc.CheckType(reflect.TypeOf(c.elem)); err != nil {
-				t.Errorf("%T.CheckType(%T): %v", c.f, c.elem, err)
-			}
-		}
-		got, err := c.f.Append([]byte("prefix:"), c.elem)
-		if err != nil || string(got) != "prefix:"+c.want {
-			t.Errorf("%T.Append(%v) = %q, %v; want %q", c.f, c.elem, got, err, c.want)
-		}
-	}
-	if _, err := (textFormat{}).Append(nil, "two\nlines"); err == nil || !strings.Contains(err.Error(), "newline") {
-		t.Errorf("a text record with a newline: %v", err)
-	}
-	if h := (CSV{Header: []string{"id", "total"}}).FileHeader(); string(h) != "id,total\n" {
-		t.Errorf("CSV header %q", h)
-	}
-	if err := (CSV{Comma: '\n'}).CheckType(reflect.TypeFor[[]string]()); err == nil {
-		t.Error("a newline delimiter was accepted")
-	}
-	if err := (CSV{}).CheckType(reflect.TypeFor[struct{ M map[string]int }]()); err == nil {
-		t.Error("a map field was accepted")
-	}
-	if err := (jsonLinesFormat{}).CheckType(reflect.TypeFor[func()]()); err == nil {
-		t.Error("a func was accepted")
-	}
-}
-
 // runFailing runs a pipeline that must fail with an error containing want.
 func runFailing(t *testing.T, cfg Config, in []string, want string) {
 	t.Helper()
@@ -224,7 +168,7 @@ func TestRuntimeErrors(t *testing.T) {
 
 func init() {
 	register.Function2x1(windowDestination)
-	RegisterFormat("test-csv-header", CSV{Header: []string{"name", "count"}})
+	format.Register("test-csv-header", format.CSV{Header: []string{"name", "count"}})
 }
 
 func windowDestination(w beam.Window, s string) string {
@@ -309,7 +253,7 @@ func TestCSVHeader(t *testing.T) {
 	}
 	b := batch{Window: "global", Shards: 1, SubBatches: 1}
 	for i := 0; i < 30; i++ {
-		rec, err := (CSV{}).Append(nil, []string{fmt.Sprintf("n%02d", i), fmt.Sprint(i)})
+		rec, err := (format.CSV{}).Append(nil, []string{fmt.Sprintf("n%02d", i), fmt.Sprint(i)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/s3once/s3once/format"
 )
 
 func init() {
@@ -102,11 +104,11 @@ func buildWrite(s beam.Scope, col beam.PCollection, cfg Config, wantWindows bool
 		return none, none, fmt.Errorf("%w: the input holds %v; Write takes single values (format the key into the value first)", ErrInvalidConfig, col.Type())
 	}
 	elemT := col.Type().Type()
-	format, err := lookupFormat(st.Format)
+	recFormat, err := format.Lookup(st.Format)
 	if err != nil {
 		return none, none, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if tc, ok := format.(TypeChecker); ok {
+	if tc, ok := recFormat.(format.TypeChecker); ok {
 		if err := tc.CheckType(elemT); err != nil {
 			return none, none, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

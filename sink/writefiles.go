@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3once/s3once/coder"
 	"github.com/s3once/s3once/committer"
+	"github.com/s3once/s3once/format"
 	"github.com/s3once/s3once/internal/filebody"
 	"github.com/s3once/s3once/internal/s3bucket"
 	"github.com/s3once/s3once/recoverable"
@@ -96,19 +97,19 @@ func (f *writeFilesFn) init(client s3API) error {
 	if f.bucket == nil {
 		f.bucket = s3bucket.New(client, s3bucket.Options{})
 	}
-	format, err := lookupFormat(f.S.Format)
+	recFormat, err := format.Lookup(f.S.Format)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	codec, err := lookupCodec(f.S.Compression)
+	codec, err := format.LookupCodec(f.S.Compression)
 	if err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	if f.bodies, err = f.S.bodyKind(format, codec); err != nil {
+	if f.bodies, err = f.S.bodyKind(recFormat, codec); err != nil {
 		return fmt.Errorf("s3once sink: %w", err)
 	}
-	f.ext = format.Extension() + codec.Extension()
-	f.oo = recoverable.ObjectOptions{ContentType: format.ContentType()}
+	f.ext = recFormat.Extension() + codec.Extension()
+	f.oo = recoverable.ObjectOptions{ContentType: recFormat.ContentType()}
 	if ct := codec.ContentType(); ct != "" {
 		f.oo.ContentType = ct
 	}

@@ -105,7 +105,7 @@ type Column struct {
 }
 
 // Compressor starts the compressed streams (members) of a line format's
-// files; package sink's Codec is one.
+// files; package format's Codec is one.
 type Compressor interface {
 	// NewWriter starts a stream that writes to w. Close ends the stream
 	// and must not close w. If the returned writer has a Reset(io.Writer)

@@ -1,4 +1,4 @@
-package sink
+package format
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 // records, sorted bytewise, after an optional header (see FileHeader).
 //
 // Implementations must be deterministic (equal elements give equal bytes) and
-// safe for concurrent use. Register them under a name with RegisterFormat, in
-// an init function, so that every worker knows them.
+// safe for concurrent use. Register them under a name with Register, in an
+// init function, so that every worker knows them.
 type Format interface {
 	// Append appends the record of elem to dst and returns the extended
 	// slice. An error fails the bundle.
@@ -29,8 +29,8 @@ type Format interface {
 }
 
 // TypeChecker is implemented by formats that accept only some element types.
-// Write calls CheckType with the input's element type while the pipeline is
-// built, so a wrong type fails at construction.
+// The sink calls CheckType with the input's element type while the pipeline
+// is built, so a wrong type fails at construction.
 type TypeChecker interface {
 	CheckType(t reflect.Type) error
 }
@@ -41,19 +41,21 @@ type FileHeader interface {
 	FileHeader() []byte
 }
 
-var formats = registry[Format]{kind: "format", field: "Format", fn: "sink.RegisterFormat"}
+var formats = registry[Format]{kind: "format", field: "Format", fn: "format.Register"}
 
-// RegisterFormat makes f available to Config.Format under name. It panics if
+// Register makes f available to sink.Config.Format under name. It panics if
 // name is empty or taken, or f is nil: registration is a program's set-up,
 // done in init functions, like database/sql.Register.
-func RegisterFormat(name string, f Format) { formats.register(name, f) }
+func Register(name string, f Format) { formats.register(name, f) }
 
-func lookupFormat(name string) (Format, error) { return formats.lookup(name) }
+// Lookup returns the format registered under name, or an error that names
+// Config.Format and lists the registered names.
+func Lookup(name string) (Format, error) { return formats.lookup(name) }
 
 func init() {
-	RegisterFormat("text", textFormat{})
-	RegisterFormat("jsonl", jsonLinesFormat{})
-	RegisterFormat("csv", CSV{})
+	Register("text", textFormat{})
+	Register("jsonl", jsonLinesFormat{})
+	Register("csv", CSV{})
 }
 
 // textFormat writes strings or byte slices, one per line. A record holding '\n' is
@@ -135,7 +137,7 @@ type CSVRecorder interface {
 // declaration order; times as RFC 3339 in UTC). Header, when set, starts every
 // file; register a CSV with a header under a name of your own:
 //
-//	sink.RegisterFormat("orders-csv", sink.CSV{Header: []string{"id", "total"}})
+//	format.Register("orders-csv", format.CSV{Header: []string{"id", "total"}})
 type CSV struct {
 	Header []string
 	// Comma is the field delimiter; zero means ','.
@@ -162,7 +164,7 @@ func (c CSV) CheckType(t reflect.Type) error {
 		st = st.Elem()
 	}
 	if st.Kind() != reflect.Struct {
-		return fmt.Errorf("format \"csv\" writes []string, sink.CSVRecorder values or structs of plain fields, not %v", t)
+		return fmt.Errorf("format \"csv\" writes []string, format.CSVRecorder values or structs of plain fields, not %v", t)
 	}
 	n := 0
 	for i := 0; i < st.NumField(); i++ {
@@ -171,7 +173,7 @@ func (c CSV) CheckType(t reflect.Type) error {
 			continue
 		}
 		if !csvPlain(f.Type) {
-			return fmt.Errorf("format \"csv\": field %s.%s has type %v; only strings, booleans, numbers and time.Time are written (implement sink.CSVRecorder for others)", st, f.Name, f.Type)
+			return fmt.Errorf("format \"csv\": field %s.%s has type %v; only strings, booleans, numbers and time.Time are written (implement format.CSVRecorder for others)", st, f.Name, f.Type)
 		}
 		n++
 	}

@@ -1,4 +1,4 @@
-package sink
+package format
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Codec compresses files. The writer compresses a file as a sequence of
-// independent streams (gzip members, zstd frames), one per stretch of records
-// between two sync points (see Config.CheckpointBytes), so that it can stop at
-// a checkpoint and carry on in another process. A Codec must therefore
+// Codec compresses files. The sink's writer compresses a file as a sequence
+// of independent streams (gzip members, zstd frames), one per stretch of
+// records between two sync points (see sink.Tuning's CheckpointBytes), so
+// that it can stop at a checkpoint and carry on in another process. A Codec must therefore
 // produce a format in which the concatenation of streams is itself a valid
 // stream (gzip, zstd, bzip2, lz4 frames and xz all are), and it must be
 // deterministic: equal input gives equal bytes.
@@ -30,14 +30,16 @@ type Codec interface {
 	ContentType() string
 }
 
-var codecs = registry[Codec]{kind: "codec", field: "Compression", fn: "sink.RegisterCodec"}
+var codecs = registry[Codec]{kind: "codec", field: "Compression", fn: "format.RegisterCodec"}
 
-// RegisterCodec makes c available to Config.Compression under name. It panics
-// if name is empty or taken, or c is nil: registration is a program's set-up,
-// done in init functions.
+// RegisterCodec makes c available to sink.Config.Compression under name. It
+// panics if name is empty or taken, or c is nil: registration is a program's
+// set-up, done in init functions.
 func RegisterCodec(name string, c Codec) { codecs.register(name, c) }
 
-func lookupCodec(name string) (Codec, error) { return codecs.lookup(name) }
+// LookupCodec returns the codec registered under name, or an error that
+// names Config.Compression and lists the registered names.
+func LookupCodec(name string) (Codec, error) { return codecs.lookup(name) }
 
 func init() {
 	RegisterCodec("none", noCompression{})

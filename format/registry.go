@@ -1,4 +1,4 @@
-package sink
+package format
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 type registry[T any] struct {
 	kind  string // "format", "codec": for messages
 	field string // the Config field that names one: "Format", "Compression"
-	fn    string // the function that registers one: "sink.RegisterFormat"
+	fn    string // the function that registers one: "format.Register"
 
 	mu sync.RWMutex
 	m  map[string]T
@@ -51,5 +51,5 @@ func (r *registry[T]) lookup(name string) (T, error) {
 	}
 	sort.Strings(names)
 	var zero T
-	return zero, fmt.Errorf("unknown %s %q (registered: %s; register others with %s in an init function)", r.field, name, strings.Join(names, ", "), r.fn)
+	return zero, fmt.Errorf("unknown %s %q in Config.%s (registered: %s; register others with %s in an init function)", r.field, name, r.field, strings.Join(names, ", "), r.fn)
 }

@@ -1,4 +1,4 @@
-package sink
+package format
 
 import (
 	"bytes"
