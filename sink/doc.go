@@ -103,7 +103,9 @@
 // Preflight checks the bucket, the credentials and the folder before the
 // pipeline runs. Each stage carries into the pipeline graph only the
 // settings it reads; the writer and the commit stages carry the connection,
-// static credentials included. Formats and codecs are chosen by name
+// whose credentials are references (environment variable names, a file,
+// a profile) that each worker resolves in its Setup, never the secrets.
+// Formats and codecs are chosen by name
 // (package format): a custom one must be registered (format.Register,
 // format.RegisterCodec) in an init function, which runs on every worker; a
 // Destination must be a top-level function registered with the register
