@@ -116,8 +116,8 @@ func TestShippedCarryNoMutants(t *testing.T) {
 // boot program, may talk to a runner themselves). The packages the sink
 // builds on (the encodings of packs, batches and tokens, the shard hash,
 // the spill, the memory budget, the file bodies, the preflight's probes,
-// the stream and the committer) link no Beam at all, so each is tested, and read, without a
-// runner.
+// the record formats and codecs, the stream and the committer) link no
+// Beam at all, so each is tested, and read, without a runner.
 func TestBeamOnlyThroughSink(t *testing.T) {
 	const (
 		beam = "github.com/apache/beam/"
@@ -146,7 +146,7 @@ func TestBeamOnlyThroughSink(t *testing.T) {
 		t.Fatalf("%s is not listed or links no Beam: the check looks in the wrong place", sink)
 	}
 	for _, base := range []string{"internal/pack", "internal/batchwire", "internal/shard", "internal/spill", "internal/membudget",
-		"internal/filebody", "internal/parquetbody", "internal/frame", "internal/preflight", "coder", "recoverable", "committer"} {
+		"internal/filebody", "internal/parquetbody", "internal/frame", "internal/preflight", "format", "coder", "recoverable", "committer"} {
 		if !slices.Contains(s.Imports, module+"/"+base) {
 			t.Errorf("the sink does not import %s: the list of the packages it builds on is stale", base)
 		}
