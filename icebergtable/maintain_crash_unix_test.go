@@ -169,6 +169,9 @@ func TestMaintenanceCrashLoop(t *testing.T) {
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		err := cmd.Run()
+		if cmd.ProcessState == nil { // it never started
+			t.Fatalf("the maintenance child (kill at %s): %v", kill, err)
+		}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			return true, buf.String()
 		}
